@@ -1,0 +1,1 @@
+"""The ``msprobe`` command: a typer root that tools extend through entry points."""

@@ -1,0 +1,56 @@
+"""``msprobe inspect PATH``: validate a dump at any level of its tree and summarise it."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+
+from ..schema.summary import RankSummary, summarize_rank
+from ..schema.tree import find_rank_dirs
+
+
+def register(app: typer.Typer) -> None:
+    app.command("inspect")(inspect)
+
+
+def inspect(
+    path: Path = typer.Argument(..., help="A dump.json, a rank directory, a step directory or a whole dump tree."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    show: int = typer.Option(10, "--show", help="How many non-finite tensors to list per rank."),
+) -> None:
+    """Validate a dump (ours or msprobe's) and print steps, ranks, entries and inf/nan tensors."""
+    summaries = [summarize_rank(rank) for rank in find_rank_dirs(path)]
+    if as_json:
+        typer.echo(json.dumps([asdict(s) for s in summaries], indent=1))
+        return
+    steps = sorted({s.step for s in summaries if s.step is not None})
+    ranks = sorted({s.rank for s in summaries})
+    frameworks = sorted({s.framework or "unknown" for s in summaries})
+    typer.echo(f"dump: {path}")
+    typer.echo(f"steps: {_list(steps) or '-'}   ranks: {', '.join(ranks)}   framework: {', '.join(frameworks)}")
+    for summary in summaries:
+        _print_rank(summary, show)
+    bad = sum(len(s.non_finite) for s in summaries)
+    typer.echo(f"total: {len(summaries)} rank dump(s), {sum(s.entries for s in summaries)} entries, "
+               f"{sum(s.tensors for s in summaries)} tensors, {bad} with inf/nan")
+
+
+def _print_rank(s: RankSummary, show: int) -> None:
+    where = f"step{s.step}/{s.rank}" if s.step is not None else s.rank
+    note = "  (recovered from the journal of an interrupted run)" if s.recovered else ""
+    typer.echo(f"- {where}: task={s.task or '-'} level={s.level or '-'} entries={s.entries} "
+               f"forward={s.forward} backward={s.backward} parameters_grad={s.parameters_grad} "
+               f"tensors={s.tensors} files={s.tensor_files} construct={s.construct_nodes} stacks={s.stacks}{note}")
+    typer.echo("  prefixes: " + (", ".join(f"{k}={v}" for k, v in s.prefixes.items()) or "-"))
+    if s.non_finite:
+        typer.echo(f"  inf/nan in {len(s.non_finite)} tensor(s):")
+        for item in s.non_finite[:show]:
+            typer.echo(f"    {item}")
+        if len(s.non_finite) > show:
+            typer.echo(f"    ... {len(s.non_finite) - show} more")
+
+
+def _list(values) -> str:
+    return ", ".join(str(v) for v in values)

@@ -1,0 +1,86 @@
+"""Root of the ``msprobe`` command. Subcommands come from the installed tools' entry points."""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from ..schema.errors import MsprobeError
+from . import config_check_cmd, demo, inspect_cmd
+from .context import FRAMEWORKS
+from .plugins import KNOWN_COMMANDS, install_hint, load_group
+
+__version__ = "0.1.0"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"msprobe {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    ctx: typer.Context,
+    framework: Optional[str] = typer.Option(
+        None, "-f", "--framework", help="pytorch or mindspore (required by msprobe 8.x, optional here; "
+        "MSAdapter runs take mindspore)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Precision debugging for deep-learning training: dump, overflow check, config and checkpoint compare."""
+    if framework is not None and framework not in FRAMEWORKS:
+        raise typer.BadParameter(f"expected one of {', '.join(FRAMEWORKS)}, got {framework!r}",
+                                 param_hint="'-f' / '--framework'")
+    ctx.obj = {"framework": framework}
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                      context_settings={"help_option_names": ["-h", "--help"]}, callback=_root)
+    inspect_cmd.register(app)
+    demo.register(app)
+    config_check_cmd.register(app)
+    registered = {"inspect", "demo", "config_check"}
+    for name, register in sorted(load_group("msprobe.commands").items()):
+        if name not in registered:
+            register(app)
+            registered.add(name)
+    for name, (distribution, folder) in KNOWN_COMMANDS.items():
+        if name not in registered:
+            _add_missing(app, name, distribution, folder)
+    return app
+
+
+def _add_missing(app: typer.Typer, name: str, distribution: str, folder: str) -> None:
+    @app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+                 help=f"(not installed: {install_hint(distribution, folder)})", add_help_option=False)
+    def missing() -> None:
+        raise MsprobeError(f"'msprobe {name}' is not installed: {install_hint(distribution, folder)}")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    app = build_app()
+    try:
+        result = app(args=argv, prog_name="msprobe", standalone_mode=False)
+    except MsprobeError as exc:
+        typer.echo(f"msprobe: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("msprobe: aborted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""How tools extend the command and the demo, through entry points.
+
+``msprobe.commands``: ``name = "pkg.module:register"`` where ``register(app: typer.Typer)`` adds one command.
+``msprobe.demo``: ``name = "pkg.module:run"`` where ``run(ctx: DemoContext)`` runs one part of the demo;
+an integer attribute ``order`` on the function places it (lower first).
+``msprobe.config_check``: ``pack`` / ``compare_packs`` / ``compare_checkpoints`` handlers of the
+``config_check`` command, which two tools share.
+"""
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+from typing import Any, Callable, Dict, List
+
+# Commands documented by msprobe that come from tools of this suite: name → distribution to install.
+KNOWN_COMMANDS = {
+    "overflow_check": ("msprobe-overflow", "tools/overflow"),
+    "op_generate": ("msprobe-op-generate", "tools/op_generate"),
+}
+CONFIG_CHECK_HANDLERS = {
+    "pack": ("msprobe-config-check", "tools/config_check"),
+    "compare_packs": ("msprobe-config-check", "tools/config_check"),
+    "compare_checkpoints": ("msprobe-ckpt-compare", "tools/ckpt_compare"),
+}
+
+
+def entry_points(group: str) -> List[metadata.EntryPoint]:
+    found = metadata.entry_points()
+    if hasattr(found, "select"):
+        return list(found.select(group=group))
+    return list(found.get(group, []))  # Python 3.9
+
+
+def load_group(group: str) -> Dict[str, Callable[..., Any]]:
+    """name → loaded object; a tool that fails to import is reported on stderr and skipped."""
+    out: Dict[str, Callable[..., Any]] = {}
+    for point in entry_points(group):
+        if point.name in out:
+            continue
+        try:
+            out[point.name] = point.load()
+        except Exception as exc:  # a broken tool must not take the whole command down
+            print(f"msprobe: warning: cannot load {group} '{point.name}' from {point.value}: {exc}", file=sys.stderr)
+    return out
+
+
+def install_hint(distribution: str, folder: str) -> str:
+    return f"install the {distribution} package (pip install ./{folder} from the msprobe repository)"

@@ -1,0 +1,20 @@
+"""The suite's file formats, defined once: dump.json, construct.json, stack.json, config.json, the dump tree.
+
+Framework-free by design: importing this package imports neither torch nor mindspore.
+"""
+from .config import DebuggerConfig, TaskConfig, config_to_json, load_config, parse_config
+from .construct import group_stacks, load_construct, load_stack, module_chain, validate_construct, validate_stack
+from .dump import DumpFile, detect_framework, is_tensor_record, iter_records, load_dump, record_is_finite, validate_dump
+from .errors import MsprobeError, SchemaError
+from .journal import RankFiles, RankWriter, read_journal
+from .names import EntryName, TensorFileName, parse_entry, parse_tensor_file, tensor_file, try_parse_entry
+from .tree import RankDir, find_rank_dirs, rank_dir_name, step_dir_name
+
+__all__ = [
+    "DebuggerConfig", "TaskConfig", "config_to_json", "load_config", "parse_config",
+    "group_stacks", "load_construct", "load_stack", "module_chain", "validate_construct", "validate_stack",
+    "DumpFile", "detect_framework", "is_tensor_record", "iter_records", "load_dump", "record_is_finite",
+    "validate_dump", "MsprobeError", "SchemaError", "RankFiles", "RankWriter", "read_journal",
+    "EntryName", "TensorFileName", "parse_entry", "parse_tensor_file", "tensor_file", "try_parse_entry",
+    "RankDir", "find_rank_dirs", "rank_dir_name", "step_dir_name",
+]

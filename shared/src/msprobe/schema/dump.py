@@ -1,0 +1,190 @@
+"""dump.json: the model, its validation, and reading (including recovery of an interrupted run).
+
+A tensor record is a dict whose ``type`` names a tensor type; its keys, in order:
+``type, dtype, shape, Max, Min, Mean, Norm, requires_grad`` then optional ``md5`` and ``data_name``.
+A non-tensor value is ``{"type": ..., "value": ...}``; ``None`` is ``null``; lists keep their nesting.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .errors import PathLike, SchemaError, field_path
+from .jsonio import load_json
+
+FRAMEWORKS = ("pytorch", "mindspore", "mindtorch")
+TASKS = ("statistics", "tensor", "overflow_check")
+LEVELS = ("L0", "L1", "L2", "mix")
+STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+TENSOR_TYPES = ("torch.Tensor", "mindspore.Tensor", "numpy.ndarray", "mindspore._c_expression.Tensor",
+                "torch.nn.parameter.Parameter", "mindspore.Parameter", "mindspore.common.parameter.Parameter")
+_MD5_RE = re.compile(r"^[0-9a-fA-F]{8}$")
+
+
+@dataclass
+class DumpFile:
+    """One rank's dump.json."""
+
+    data: Dict[str, Any]
+    """Entry name → entry (``input_args``/``input_kwargs``/``output``/``parameters`` or ``input``/``output``)."""
+    task: Optional[str] = None
+    level: Optional[str] = None
+    framework: Optional[str] = None
+    """``pytorch``, ``mindspore`` or ``mindtorch``; detected from tensor types when the file lacks it."""
+    dump_data_dir: Optional[str] = None
+    path: Optional[str] = None
+    recovered: bool = False
+    """True when read back from the journal of a run that did not finish (killed, crashed)."""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def header(self) -> Dict[str, Any]:
+        return {"task": self.task, "level": self.level, "framework": self.framework,
+                "dump_data_dir": self.dump_data_dir}
+
+    def to_json(self) -> Dict[str, Any]:
+        out = self.header()
+        out.update(self.extra)
+        out["data"] = self.data
+        return out
+
+
+def is_tensor_record(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and (
+        value["type"] in TENSOR_TYPES or value["type"].endswith("Tensor") or "dtype" in value and "shape" in value)
+
+
+def iter_records(value: Any, trail: Tuple = ()) -> Iterator[Tuple[Tuple, Dict[str, Any]]]:
+    """Yield (position, tensor record) for every tensor record nested in an entry value."""
+    if is_tensor_record(value):
+        yield trail, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from iter_records(item, trail + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from iter_records(item, trail + (index,))
+
+
+def stat_value(value: Any) -> Optional[float]:
+    """A statistic as a float (``"inf"``-style strings too); None when absent or not numeric."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def record_is_finite(record: Dict[str, Any]) -> bool:
+    """False when any statistic of the record is inf or nan."""
+    for key in STAT_KEYS:
+        number = stat_value(record.get(key))
+        if number is not None and not math.isfinite(number):
+            return False
+    return True
+
+
+def detect_framework(doc: Dict[str, Any]) -> Optional[str]:
+    """The file's ``framework``, else guessed from the first tensor type or dtype spelling."""
+    framework = doc.get("framework")
+    if isinstance(framework, str):
+        return framework
+    probe = doc.get("type")
+    if isinstance(probe, str):
+        return _framework_of_type(probe)
+    for _, record in iter_records(doc.get("data") or {}):
+        guess = _framework_of_type(record.get("type", "")) or _framework_of_dtype(record.get("dtype"))
+        if guess:
+            return guess
+    return None
+
+
+def _framework_of_type(type_name: str) -> Optional[str]:
+    if type_name.startswith("torch"):
+        return "pytorch"
+    if type_name.startswith("mindspore"):
+        return "mindspore"
+    return None
+
+
+def _framework_of_dtype(dtype: Any) -> Optional[str]:
+    if not isinstance(dtype, str):
+        return None
+    return "pytorch" if dtype.startswith("torch.") else "mindspore" if dtype[:1].isupper() else None
+
+
+def validate_dump(doc: Any, path: Optional[PathLike] = None) -> DumpFile:
+    """Check the structure of a parsed dump.json and return it as a DumpFile."""
+    if not isinstance(doc, dict):
+        raise SchemaError(path, None, "expected a JSON object at the top level", type(doc).__name__, has_got=True)
+    for key in ("task", "level", "framework"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise SchemaError(path, key, "expected a string", doc[key], has_got=True)
+    if doc.get("task") is not None and doc["task"] not in TASKS:
+        raise SchemaError(path, "task", f"expected one of {', '.join(TASKS)}", doc["task"], has_got=True)
+    if "data" not in doc:
+        raise SchemaError(path, "data", "missing: a dump.json holds its entries under 'data'")
+    data = doc["data"]
+    if not isinstance(data, dict):
+        raise SchemaError(path, "data", "expected an object of entries", type(data).__name__, has_got=True)
+    for name, entry in data.items():
+        if not isinstance(entry, dict):
+            raise SchemaError(path, field_path("data", name), "expected an object (an entry)",
+                              entry, has_got=True)
+        for trail, record in iter_records(entry, ("data", name)):
+            _validate_record(record, path, trail)
+    extra = {k: v for k, v in doc.items() if k not in ("task", "level", "framework", "dump_data_dir", "data")}
+    return DumpFile(data=data, task=doc.get("task"), level=doc.get("level"), framework=detect_framework(doc),
+                    dump_data_dir=doc.get("dump_data_dir"), path=str(path) if path else None, extra=extra)
+
+
+def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> None:
+    where = field_path(*trail)
+    if "dtype" in record and not isinstance(record["dtype"], str):
+        raise SchemaError(path, where + ".dtype", "expected a string", record["dtype"], has_got=True)
+    shape = record.get("shape")
+    if shape is not None and not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
+                                                                  for d in shape)):
+        raise SchemaError(path, where + ".shape", "expected a list of integers", shape, has_got=True)
+    for key in STAT_KEYS:
+        value = record.get(key)
+        if value is not None and stat_value(value) is None:
+            raise SchemaError(path, f"{where}.{key}", "expected a number or null", value, has_got=True)
+    if "requires_grad" in record and not isinstance(record["requires_grad"], (bool, type(None))):
+        raise SchemaError(path, where + ".requires_grad", "expected true or false", record["requires_grad"],
+                          has_got=True)
+    md5 = record.get("md5")
+    if md5 is not None and not (isinstance(md5, str) and _MD5_RE.match(md5)):
+        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32)", md5, has_got=True)
+    if "data_name" in record and not isinstance(record["data_name"], (str, type(None))):
+        raise SchemaError(path, where + ".data_name", "expected a file name", record["data_name"], has_got=True)
+
+
+def load_dump(path: PathLike) -> DumpFile:
+    """Read a dump.json, or recover the entries of an interrupted run from its journal beside it."""
+    from .journal import JOURNAL_NAME, read_journal
+
+    path = Path(path)
+    journal = path.parent / JOURNAL_NAME
+    if journal.exists():
+        return read_journal(journal).dump
+    return validate_dump(load_json(path), path)
+
+
+def tensor_records(dump: DumpFile) -> Iterator[Tuple[str, Tuple, Dict[str, Any]]]:
+    """(entry name, position, record) for every tensor record in the dump."""
+    for name, entry in dump.data.items():
+        for trail, record in iter_records(entry):
+            yield name, trail, record
+
+
+def entry_records(entry: Dict[str, Any], roles: Tuple[str, ...]) -> List[Dict[str, Any]]:
+    """The tensor records under the given roles of one entry (``input_args``, ``output``...)."""
+    return [record for role in roles if role in entry for _, record in iter_records(entry[role])]

@@ -1,0 +1,134 @@
+"""Crash-safe writing of one rank directory, and recovery of what a killed run wrote.
+
+Entries are appended, one JSON line each, to ``dump.journal`` as they are recorded; a line reaches
+the kernel with every ``flush()``, so a SIGKILL loses nothing already flushed. ``finalize()`` turns
+the journal into ``dump.json``, ``stack.json`` and ``construct.json`` (written atomically) and, at
+the end of a step, removes it. Readers that find a journal read it instead of dump.json: it holds
+everything dump.json holds and more.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from .construct import group_stacks
+from .dump import DumpFile, validate_dump
+from .errors import PathLike, SchemaError
+from .jsonio import write_json_atomic
+
+JOURNAL_NAME = "dump.journal"
+DUMP_NAME, STACK_NAME, CONSTRUCT_NAME = "dump.json", "stack.json", "construct.json"
+
+
+@dataclass
+class RankFiles:
+    """Everything one rank directory holds, as read back from a journal or from the three JSON files."""
+
+    dump: DumpFile
+    construct: Dict[str, Any]
+    stacks: Dict[str, List[str]]
+
+
+class RankWriter:
+    """Appends entries of one rank directory to its journal; thread-safe."""
+
+    def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True) -> None:
+        self.rank_dir = Path(rank_dir)
+        self.rank_dir.mkdir(parents=True, exist_ok=True)
+        self.journal_path = self.rank_dir / JOURNAL_NAME
+        self._lock = threading.Lock()
+        self._autoflush = autoflush
+        self._handle = open(self.journal_path, "a", encoding="utf-8")
+        self._write(["h", header])
+
+    def entry(self, name: str, value: Dict[str, Any]) -> None:
+        """Record an entry; a later call with the same name adds or replaces its top-level keys."""
+        self._write(["d", name, value])
+
+    def construct(self, node: str, parent: Any) -> None:
+        self._write(["c", node, parent])
+
+    def stack(self, entry: str, frames: List[str]) -> None:
+        self._write(["s", entry, frames])
+
+    def _write(self, item: list) -> None:
+        line = json.dumps(item, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._handle.write(line)
+            if self._autoflush:
+                self._handle.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._handle.flush()
+
+    def finalize(self, remove_journal: bool) -> RankFiles:
+        """Write dump.json / stack.json / construct.json from the journal; optionally remove the journal."""
+        with self._lock:
+            self._handle.flush()
+            files = read_journal(self.journal_path)
+            write_json_atomic(self.rank_dir / DUMP_NAME, files.dump.to_json())
+            write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(files.stacks))
+            write_json_atomic(self.rank_dir / CONSTRUCT_NAME, files.construct)
+            if remove_journal:
+                self._handle.close()
+                os.remove(self.journal_path)
+            return files
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+
+def read_journal(path: PathLike) -> RankFiles:
+    """Rebuild a rank directory's contents from its journal; a last line cut by a kill is dropped."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SchemaError(path, None, f"cannot read journal: {exc.strerror}") from None
+    lines = raw.split(b"\n")
+    header: Dict[str, Any] = {}
+    data: Dict[str, Any] = {}
+    construct: Dict[str, Any] = {}
+    stacks: Dict[str, List[str]] = {}
+    last = len(lines) - 1
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            if number == last:
+                break  # the write the kill interrupted
+            raise SchemaError(path, f"line {number + 1}", "expected a JSON journal record") from None
+        kind = item[0] if isinstance(item, list) and item else None
+        if kind == "h" and isinstance(item[1], dict):
+            header = item[1] if not header else header
+        elif kind == "d" and len(item) == 3 and isinstance(item[2], dict):
+            data.setdefault(item[1], {}).update(item[2])
+        elif kind == "c" and len(item) == 3:
+            construct[item[1]] = item[2]
+        elif kind == "s" and len(item) == 3:
+            stacks[item[1]] = item[2]
+        else:
+            raise SchemaError(path, f"line {number + 1}", "expected a journal record [kind, ...]", item,
+                              has_got=True)
+    doc = dict(header)
+    doc["data"] = data
+    dump = validate_dump(doc, path)
+    dump.recovered = True
+    return RankFiles(dump=dump, construct=construct, stacks=stacks)
+
+
+def has_journal(rank_dir: PathLike) -> bool:
+    return (Path(rank_dir) / JOURNAL_NAME).exists()
+
+
+def journal_of(rank_dir: PathLike) -> Optional[Path]:
+    path = Path(rank_dir) / JOURNAL_NAME
+    return path if path.exists() else None

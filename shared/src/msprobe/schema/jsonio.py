@@ -1,0 +1,49 @@
+"""JSON reading and writing shared by every file of the suite.
+
+Upstream writes bare ``Infinity`` / ``NaN`` tokens for non-finite statistics (Python's json default);
+we read and write the same tokens so both tools read each other's files.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import PathLike, SchemaError
+
+
+def load_json(path: PathLike) -> Any:
+    """Parse a JSON file, turning every I/O or syntax problem into a SchemaError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SchemaError(path, None, "file not found") from None
+    except IsADirectoryError:
+        raise SchemaError(path, None, "expected a file, found a directory") from None
+    except UnicodeDecodeError as exc:
+        raise SchemaError(path, None, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise SchemaError(path, None, f"cannot read: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(path, None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise SchemaError(path, None, "invalid JSON: nested too deeply") from None
+
+
+def dumps(value: Any, indent: int = None) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def write_json_atomic(path: PathLike, value: Any, indent: int = 1) -> None:
+    """Write a whole JSON file so a reader never sees half of it: temp file, fsync, rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=indent, ensure_ascii=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

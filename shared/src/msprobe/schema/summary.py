@@ -1,0 +1,58 @@
+"""What ``msprobe inspect`` reports about a dump: counts per step and rank, and non-finite tensors."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .dump import iter_records, record_is_finite
+from .names import try_parse_entry
+from .tree import RankDir
+
+
+@dataclass
+class RankSummary:
+    step: Optional[int]
+    rank: str
+    path: str
+    framework: Optional[str]
+    task: Optional[str]
+    level: Optional[str]
+    entries: int
+    prefixes: Dict[str, int]
+    forward: int
+    backward: int
+    parameters_grad: int
+    tensors: int
+    construct_nodes: int
+    stacks: int
+    non_finite: List[str] = field(default_factory=list)
+    """``entry: position`` of every tensor record with inf/nan statistics."""
+    recovered: bool = False
+    tensor_files: int = 0
+
+
+def summarize_rank(rank: RankDir) -> RankSummary:
+    files = rank.load()
+    dump = files.dump
+    prefixes: Counter = Counter()
+    directions: Counter = Counter()
+    tensors = 0
+    non_finite: List[str] = []
+    for name, entry in dump.data.items():
+        parsed = try_parse_entry(name)
+        prefixes[parsed.prefix if parsed else "other"] += 1
+        directions[parsed.kind if parsed and parsed.kind == "parameters_grad" else
+                   (parsed.direction if parsed else "other")] += 1
+        for trail, record in iter_records(entry):
+            tensors += 1
+            if not record_is_finite(record):
+                non_finite.append(f"{name}: {'.'.join(str(t) for t in trail)}")
+    tensor_dir = rank.tensor_dir
+    tensor_files = sum(1 for _ in tensor_dir.iterdir()) if tensor_dir.is_dir() else 0
+    return RankSummary(step=rank.step, rank=rank.label, path=str(rank.path), framework=dump.framework,
+                       task=dump.task, level=dump.level, entries=len(dump.data), prefixes=dict(sorted(prefixes.items())),
+                       forward=directions["forward"], backward=directions["backward"],
+                       parameters_grad=directions["parameters_grad"], tensors=tensors,
+                       construct_nodes=len(files.construct), stacks=len(files.stacks), non_finite=non_finite,
+                       recovered=dump.recovered, tensor_files=tensor_files)
