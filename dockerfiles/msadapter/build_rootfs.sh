@@ -22,6 +22,9 @@ FORCE=0
 APT_PKGS="python3,python3-pip,python3-venv,libgomp1,ca-certificates"
 PY_PKGS=(msadapter==0.1.0 mindspore==2.0.0 "numpy<1.25" "pillow<10" "protobuf<4" typing_extensions pyyaml typer pytest)
 STAMP_CONTENT="bullseye ${APT_PKGS} ${PY_PKGS[*]}"
+# pip download evaluates environment markers with the host interpreter (3.11), so the py<3.11 backports
+# that pytest needs are not pulled in by themselves: list them explicitly
+PY_BACKPORTS=(exceptiongroup tomli)
 
 log() { echo "[build_rootfs] $*" >&2; }
 die() { echo "[build_rootfs] error: $*" >&2; exit 1; }
@@ -60,7 +63,8 @@ python3 -m pip --version >/dev/null 2>&1 || die "host python3 has no pip; run: a
     --only-binary=:all: --python-version 3.9 --implementation cp --abi cp39 --abi abi3 --abi none \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --platform any \
-    "${PY_PKGS[@]}" || die "pip download of py39 wheels failed"
+    "${PY_PKGS[@]}" "${PY_BACKPORTS[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
+    || die "pip download of py39 wheels failed"
 
 # 3. offline pip install inside the chroot
 log "pip install inside rootfs (offline, from wheelhouse)"

@@ -42,10 +42,10 @@ def demo(
     out: Path = typer.Option(Path("msprobe_demo"), "-o", "--output", help="Folder for the demo's outputs."),
 ) -> None:
     """Train a tiny built-in model for a few steps with every installed tool and write their outputs."""
+    _fresh_dir(out)
     parts = sorted(load_group("msprobe.demo").items(), key=lambda kv: (getattr(kv[1], "order", 100), kv[0]))
     if not parts:
         raise MsprobeError("no tool is installed to demonstrate: install ./tools/dump (and the other tools)")
-    _fresh_dir(out)
     context = DemoContext(out_dir=out.resolve(), framework=framework_of(ctx))
     typer.echo(f"msprobe demo: writing under {context.out_dir}")
     failed = []
@@ -67,7 +67,7 @@ def demo(
 def _fresh_dir(out: Path) -> None:
     """Reuse a folder only if an earlier demo made it; never delete a user's folder."""
     if out.exists():
-        if not (out / DEMO_MARKER).exists():
+        if not (out / DEMO_MARKER).exists() and (not out.is_dir() or any(out.iterdir())):
             raise MsprobeError(f"{out}: exists and was not made by msprobe demo; choose another -o")
         shutil.rmtree(out)
     out.mkdir(parents=True)

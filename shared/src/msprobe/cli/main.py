@@ -73,9 +73,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):
+        # Usage errors (click's, vendored by recent typer): shown as click shows them, exit code 2.
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(exc.exit_code)
         raise

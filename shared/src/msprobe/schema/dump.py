@@ -173,7 +173,7 @@ def load_dump(path: PathLike) -> DumpFile:
 
     path = Path(path)
     journal = path.parent / JOURNAL_NAME
-    if journal.exists():
+    if path.name == "dump.json" and journal.exists():
         return read_journal(journal).dump
     return validate_dump(load_json(path), path)
 

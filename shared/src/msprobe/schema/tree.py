@@ -51,6 +51,8 @@ class RankDir:
     step: Optional[int]
     rank: Optional[int]
     proc: Optional[int] = None
+    dump_file: Optional[Path] = None
+    """The dump file when given explicitly under another name than dump.json."""
 
     @property
     def label(self) -> str:
@@ -64,12 +66,14 @@ class RankDir:
 
     @property
     def interrupted(self) -> bool:
-        return (self.path / JOURNAL_NAME).exists()
+        return self.dump_file is None and (self.path / JOURNAL_NAME).exists()
 
     def load(self) -> RankFiles:
         """dump, construct and stacks of this rank; from the journal when the run did not finish."""
         if self.interrupted:
             return read_journal(self.path / JOURNAL_NAME)
+        if self.dump_file is not None:
+            return RankFiles(dump=load_dump(self.dump_file), construct={}, stacks={})
         dump = load_dump(self.path / DUMP_NAME)
         construct_file, stack_file = self.path / CONSTRUCT_NAME, self.path / STACK_NAME
         construct = load_construct(construct_file) if construct_file.exists() else {}
@@ -97,7 +101,10 @@ def find_rank_dirs(path: PathLike) -> List[RankDir]:
     if path.is_file():
         if path.suffix != ".json" and path.name != JOURNAL_NAME:
             raise SchemaError(path, None, "expected a dump.json, a rank, step or dump directory")
-        return [_rank_of(path.parent, parse_step_dir(path.parent.parent.name))]
+        rank = _rank_of(path.parent, parse_step_dir(path.parent.parent.name))
+        if path.name not in (JOURNAL_NAME, DUMP_NAME):
+            rank.dump_file = path
+        return [rank]
     if _is_rank_content(path):
         return [_rank_of(path, parse_step_dir(path.parent.name))]
     if parse_step_dir(path.name) is not None or _child_ranks(path):

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Build the msprobe docker images without Docker Hub and with no network during `docker build`.
+#
+#   dockerfiles/build_images.sh [image...]      images: base msadapter dump overflow config_check ckpt_compare op_generate
+#                                               (default: all). Tool images imply base.
+#
+#   msprobe-base:py311        debootstrap bookworm minbase + python3 python3-pip python3-venv, `docker import`ed
+#                             (tarball cached as $MSPROBE_CACHE/images/bookworm-py311.tar)
+#   msprobe-msadapter:py39    the bullseye rootfs of dockerfiles/msadapter/build_rootfs.sh (py3.9, mindspore 2.0.0,
+#                             msadapter 0.1.0), `docker import`ed
+#   msprobe-<tool>:latest     from dockerfiles/<tool>/Dockerfile on msprobe-base:py311: repo packages (shared first)
+#                             as wheels built on the host + third-party wheels from `pip download` on the host
+#                             ($MSPROBE_CACHE/wheelhouse/<tool>), `docker build --network none`.
+#                             A tool whose tools/<tool>/pyproject.toml is missing is skipped (op_generate then
+#                             gets shared only). msprobe-dump also holds torch 2.13.0+cpu.
+# Everything is cached under ${MSPROBE_CACHE:-$HOME/.cache/msprobe}; an unchanged input is not rebuilt.
+# Starts dockerd via .ci/dockerd.sh when no daemon answers.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+CACHE="${MSPROBE_CACHE:-$HOME/.cache/msprobe}"
+export MSPROBE_CACHE="$CACHE"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+export DOCKER_BUILDKIT=0   # no buildx plugin here; the classic builder does --network none builds
+ALL_TOOLS=(dump overflow config_check ckpt_compare op_generate)
+
+log() { echo "[build_images] $*" >&2; }
+die() { echo "[build_images] error: $*" >&2; exit 1; }
+
+image_label() {  # image label -> value or empty
+    docker image inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true
+}
+
+host_python() {
+    if [[ -n "${MSPROBE_HOST_PYTHON:-}" ]]; then echo "$MSPROBE_HOST_PYTHON"
+    elif [[ -x "$REPO/.venv/bin/python" ]]; then echo "$REPO/.venv/bin/python"
+    else echo python3; fi
+}
+
+# ---------------------------------------------------------------- msprobe-base:py311
+build_base() {
+    local tar="$CACHE/images/bookworm-py311.tar" dir="$CACHE/images/bookworm-py311"
+    mkdir -p "$CACHE/images"
+    if [[ ! -f "$tar" ]]; then
+        [[ $(id -u) -eq 0 ]] || die "debootstrap needs root"
+        command -v debootstrap >/dev/null || die "debootstrap not found; run: apt-get install -y debootstrap"
+        log "debootstrap bookworm minbase -> $dir"
+        rm -rf "$dir"
+        debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
+            bookworm "$dir" "$MIRROR" > "$CACHE/images/debootstrap-bookworm.log" 2>&1 \
+            || die "debootstrap bookworm failed, see $CACHE/images/debootstrap-bookworm.log"
+        rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+        tar --numeric-owner -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+        rm -rf "$dir"
+    fi
+    local key
+    key="$(stat -c '%s-%Y' "$tar")"
+    if [[ "$(image_label msprobe-base:py311 msprobe.source)" == "$key" ]]; then
+        log "msprobe-base:py311 up to date"
+        return 0
+    fi
+    log "docker import $tar -> msprobe-base:py311"
+    docker import --change "LABEL msprobe.source=$key" --change "ENV LANG=C.UTF-8" \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'CMD ["/bin/bash"]' "$tar" msprobe-base:py311 >/dev/null \
+        || die "docker import of the bookworm base failed"
+}
+
+# ---------------------------------------------------------------- msprobe-msadapter:py39
+build_msadapter() {
+    local rootfs
+    rootfs="$(bash "$HERE/msadapter/build_rootfs.sh")" || die "building the msadapter rootfs failed"
+    local key
+    key="$(stat -c '%Y' "$rootfs/.msprobe-complete")"
+    if [[ "$(image_label msprobe-msadapter:py39 msprobe.source)" == "$key" ]]; then
+        log "msprobe-msadapter:py39 up to date"
+        return 0
+    fi
+    log "docker import $rootfs -> msprobe-msadapter:py39"
+    tar --numeric-owner -C "$rootfs" --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* -c . \
+        | docker import --change "LABEL msprobe.source=$key" --change "ENV LANG=C.UTF-8" \
+            --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+            --change 'CMD ["/usr/bin/python3.9"]' - msprobe-msadapter:py39 >/dev/null \
+        || die "docker import of the msadapter rootfs failed"
+}
+
+# ---------------------------------------------------------------- msprobe-<tool>
+build_tool() {
+    local tool="$1" name="msprobe-${1//_/-}"
+    local dockerfile="$HERE/$tool/Dockerfile"
+    [[ -f "$dockerfile" ]] || die "$dockerfile missing"
+    local dirs=()
+    if [[ -f "$REPO/tools/$tool/pyproject.toml" ]]; then
+        dirs=("tools/$tool")
+    elif [[ "$tool" == "op_generate" ]]; then
+        log "tools/op_generate/pyproject.toml missing: $name gets shared only"
+    else
+        log "skip $name: tools/$tool/pyproject.toml missing"
+        return 0
+    fi
+    local py info
+    py="$(host_python)"
+    info="$(python3 "$HERE/pkginfo.py" "$REPO" "${dirs[@]}")" || die "cannot read the pyproject files for $tool"
+    local locals=() reqs=()
+    while read -r kind value; do
+        [[ "$kind" == local ]] && locals+=("$value")
+        [[ "$kind" == req ]] && reqs+=("$value")
+    done <<< "$info"
+    if [[ -f "$HERE/$tool/requirements-extra.txt" ]]; then
+        while read -r line; do [[ -n "$line" && "$line" != \#* ]] && reqs+=("$line"); done < "$HERE/$tool/requirements-extra.txt"
+    fi
+
+    local stage="$CACHE/build/$tool" wh="$CACHE/wheelhouse/$tool"
+    rm -rf "$stage"
+    mkdir -p "$stage/third" "$stage/local" "$wh"
+    printf '%s\n' "${reqs[@]}" > "$stage/requirements.txt"
+
+    # third-party wheels (CPython 3.11, manylinux x86_64), re-downloaded only when the requirements change
+    if [[ ! -f "$wh/.requirements" ]] || ! cmp -s "$wh/.requirements" "$stage/requirements.txt"; then
+        log "pip download $tool wheels -> $wh"
+        python3 -m pip download --quiet --dest "$wh" --only-binary=:all: \
+            --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+            --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+            --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --platform any \
+            -r "$stage/requirements.txt" 2> >(grep -v "is ignored: it is neither" >&2) \
+            || die "pip download for $tool failed"
+        cp "$stage/requirements.txt" "$wh/.requirements"
+    fi
+    cp -al "$wh"/*.whl "$stage/third/" 2>/dev/null || cp "$wh"/*.whl "$stage/third/"
+
+    # repo packages as wheels (hatchling builds are reproducible, so unchanged sources hit docker's cache)
+    local isolation=()
+    "$py" -c "import hatchling" 2>/dev/null && isolation=(--no-build-isolation)
+    local rel
+    for rel in "${locals[@]}"; do
+        "$py" -m pip wheel --quiet --no-deps "${isolation[@]}" -w "$stage/local" "$REPO/$rel" \
+            || die "building the wheel of $rel failed"
+    done
+
+    log "docker build $name (network none)"
+    docker build --network none --quiet -t "$name:latest" -f "$dockerfile" "$stage" >/dev/null \
+        || die "docker build of $name failed (rerun without --quiet: docker build --network none -f $dockerfile $stage)"
+    log "$name built"
+}
+
+main() {
+    local wanted=("$@")
+    [[ ${#wanted[@]} -gt 0 ]] || wanted=(base msadapter "${ALL_TOOLS[@]}")
+    local item need_base=0
+    for item in "${wanted[@]}"; do
+        case "$item" in
+            base|dump|overflow|config_check|ckpt_compare|op_generate) need_base=1 ;;
+            msadapter) ;;
+            *) die "unknown image '$item' (expected: base msadapter ${ALL_TOOLS[*]})" ;;
+        esac
+    done
+    bash "$REPO/.ci/dockerd.sh" start
+    local start=$SECONDS
+    [[ $need_base -eq 1 ]] && build_base
+    for item in "${wanted[@]}"; do
+        case "$item" in
+            base) ;;
+            msadapter) build_msadapter ;;
+            *) build_tool "$item" ;;
+        esac
+    done
+    log "done in $((SECONDS - start))s"
+}
+
+main "$@"

@@ -1,0 +1,141 @@
+"""Offline analysis on dumps written in the documented format from real torch values."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from msprobe.overflow import INHERITED, ORIGIN, analyze_dump
+from overflow_builders import api, write_rank
+
+BIG = torch.full((4,), 20.0, dtype=torch.float16)
+MSPROBE = [str(Path(sys.executable).with_name("msprobe"))]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(MSPROBE + list(args), cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _forward_overflow_rank(rank_dir: Path) -> None:
+    x = torch.ones(4, dtype=torch.float16)
+    y = x * BIG                      # finite
+    z = torch.exp(y)                 # exp(20) overflows fp16 -> inf
+    w = z * 2                        # inherits inf
+    write_rank(rank_dir, [
+        ("Module.layer.Block.forward.0", api([x], [w])),
+        ("Tensor.__mul__.0.forward", api([x, BIG], [y])),
+        ("Torch.exp.0.forward", api([y], [z])),
+        ("Tensor.__mul__.1.forward", api([z], [w])),
+    ], construct={"Module.layer.Block.forward.0": None, "Tensor.__mul__.0.forward": "Module.layer.Block.forward.0",
+                  "Torch.exp.0.forward": "Module.layer.Block.forward.0",
+                  "Tensor.__mul__.1.forward": "Module.layer.Block.forward.0"},
+        stacks={"Torch.exp.0.forward": ["File model.py, line 12, in forward, \n z = torch.exp(y)"]})
+
+
+def test_forward_overflow_descends_from_module_to_api(tmp_path):
+    assert torch.isinf(torch.exp(BIG)).all()
+    _forward_overflow_rank(tmp_path / "step0" / "rank")
+    [result] = analyze_dump(tmp_path)
+    origin = result.origin
+    assert origin.kind == ORIGIN and origin.op_name == "Torch.exp.0.forward"
+    assert origin.construct_info == ["Module.layer.Block.forward.0"]
+    assert "torch.exp(y)" in origin.stack_info[0]
+    assert [s.name for s in origin.before] == ["Module.layer.Block.forward.0", "Tensor.__mul__.0.forward"]
+
+
+def test_cli_prints_node_and_writes_msprobe_json(tmp_path):
+    _forward_overflow_rank(tmp_path / "dump" / "step0" / "rank")
+    proc = run_cli("overflow_check", "-i", "dump/step0", "-o", "out", "-n", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "overflow started on rank at Torch.exp.0.forward" in proc.stdout
+    assert "module chain: Module.layer.Block.forward.0" in proc.stdout
+    assert "z = torch.exp(y)" in proc.stdout
+    [path] = list((tmp_path / "out").glob("anomaly_analyze_*.json"))
+    doc = json.loads(path.read_text())
+    assert list(doc) == ["rank_0"]
+    [node] = doc["rank_0"]
+    assert sorted(node) == ["construct_info", "data_info", "op_name", "stack_info"]
+    assert node["op_name"] == "Torch.exp.0.forward"
+    assert node["data_info"]["output"][0]["Max"] == float("inf")
+
+
+def test_backward_overflow_from_exploding_gradient(tmp_path):
+    weight = torch.full((4,), 300.0, dtype=torch.float16, requires_grad=True)
+    x = torch.ones(4, dtype=torch.float16)
+    grad_out = torch.full((4,), 300.0, dtype=torch.float16)
+    grad_in = grad_out * weight.detach()           # 90000 > fp16 max -> inf
+    assert torch.isinf(grad_in).all()
+    write_rank(tmp_path / "rank", [
+        ("Tensor.__mul__.0.forward", api([x, weight], [x * weight.detach()])),
+        ("Tensor.__mul__.0.backward", {"input": [api([grad_out], [])["input_args"][0]],
+                                      "output": [api([], [grad_in])["output"][0], None]}),
+    ])
+    [result] = analyze_dump(tmp_path / "rank")
+    assert result.origin.op_name == "Tensor.__mul__.0.backward"
+
+
+def test_inputs_already_nan_are_reported_as_inherited(tmp_path):
+    nan = torch.full((2,), float("nan"))
+    write_rank(tmp_path / "rank", [("Functional.linear.0.forward", api([nan], [nan]))])
+    [result] = analyze_dump(tmp_path / "rank")
+    assert result.origin.kind == INHERITED
+
+
+def test_expected_inf_of_empty_and_recv_buffers_is_ignored(tmp_path):
+    garbage = torch.tensor([float("inf"), 1.0])
+    ok = torch.ones(2)
+    write_rank(tmp_path / "rank", [
+        ("Torch.empty.0.forward", {"input_args": [], "input_kwargs": {}, "output": [api([], [garbage])["output"][0]]}),
+        ("Distributed.recv.0.forward", api([garbage], [ok])),
+    ])
+    [result] = analyze_dump(tmp_path / "rank")
+    assert result.origin is None
+
+
+def test_interrupted_run_is_read_from_its_journal(tmp_path):
+    y = torch.full((2,), 20.0, dtype=torch.float16)
+    write_rank(tmp_path / "rank", [("Torch.exp.0.forward", api([y], [torch.exp(y)]))], finalize=False)
+    assert (tmp_path / "rank" / "dump.journal").exists() and not (tmp_path / "rank" / "dump.json").exists()
+    [result] = analyze_dump(tmp_path / "rank")
+    assert result.origin.op_name == "Torch.exp.0.forward"
+
+
+def test_ranks_are_ordered_through_collectives(tmp_path):
+    """Rank 1 overflows before the first all_reduce; rank 0 only receives inf through it."""
+    ok = torch.ones(2)
+    inf = torch.full((2,), float("inf"))
+    step = tmp_path / "step0"
+    write_rank(step / "rank0", [("Torch.mul.0.forward", api([ok], [ok])),
+                                ("Distributed.all_reduce.0.forward", api([ok], [inf]))])
+    write_rank(step / "rank1", [("Torch.exp.0.forward", api([ok], [inf])),
+                                ("Distributed.all_reduce.0.forward", api([inf], [inf]))])
+    [result] = analyze_dump(step)
+    assert result.origin.rank.rank == 1 and result.origin.op_name == "Torch.exp.0.forward"
+    assert [e.rank.rank for e in result.events] == [1, 0] and len(result.tied) == 1
+
+
+@pytest.mark.parametrize("fixture", [
+    "test/msprobe_test/visualization_ut/input_format_correct",
+    "test/msprobe_test/mindspore_ut/compare/dump_file/pytorch_data",
+    "test/msprobe_test/mindspore_ut/compare/dump_file/mindspore_data",
+    "test/msprobe_test/resources/layer_mapping/pytorch",
+    "test/msprobe_test/resources/layer_mapping/mindspore",
+])
+def test_msprobe_finite_dumps_report_no_overflow(peer_fixtures, tmp_path, fixture):
+    proc = run_cli("overflow_check", "-i", str(peer_fixtures / fixture), "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Cannot find any anomaly node" in proc.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    (tmp_path / "rank").mkdir()
+    (tmp_path / "rank" / "dump.json").write_text("{not json")
+    proc = run_cli("overflow_check", "-i", "rank", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("msprobe: error: ") and proc.stderr.count("\n") == 1
+    assert run_cli("overflow_check", "-i", "missing", cwd=tmp_path).returncode == 2

@@ -1,0 +1,91 @@
+"""Every upstream dump/construct/stack/config file loads; the malformed ones give our one-line error."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from msprobe.schema import (SchemaError, find_rank_dirs, load_config, load_construct, load_dump, load_stack)
+
+# Upstream's deliberately broken inputs (no `data`, entries that are not objects, a step inside a step).
+MALFORMED_DUMPS = {
+    "test/msprobe_test/core_ut/common/test_dump_file/pt_dump_no_framework.json": "field 'data'",
+    "test/msprobe_test/core_ut/common/test_dump_file/ms_dump_no_framework.json": "field 'data'",
+    "test/msprobe_test/core_ut/common/test_dump_file/dump_no_pt_no_ms.json": "field 'data'",
+    "test/msprobe_test/resources/common/test_no_dump_data.json": "field 'data'",
+    "test/msprobe_test/resources/common/test_no_fb_data.json": "field 'data.invalid_value'",
+    "test/msprobe_test/resources/common/test_backward.json": "field 'data.Module'",
+    "test/msprobe_test/visualization_ut/input/step0/rank1/dump.json": "field 'data'",
+    "test/msprobe_test/visualization_ut/input/step1/step1/dump.json": "field 'data'",
+    "test/msprobe_test/visualization_ut/input/step1/rank0/dump.json": "field 'data'",
+    "test/msprobe_test/visualization_ut/builder/dump.json": "field 'data'",
+}
+NOT_DUMPS = ("monitor/config", "config.json", "config_op.json", "forward.json")
+
+
+def _json_files(root, name):
+    return sorted(p for p in root.rglob(name))
+
+
+def test_every_dump_json_loads_or_fails_cleanly(peer_fixtures):
+    loaded = 0
+    for path in _json_files(peer_fixtures, "*.json"):
+        rel = path.relative_to(peer_fixtures).as_posix()
+        if any(part in rel for part in NOT_DUMPS) or path.name in ("stack.json", "construct.json"):
+            continue
+        if path.name.startswith("construct") or path.name.startswith("stack"):
+            continue
+        if rel in MALFORMED_DUMPS:
+            with pytest.raises(SchemaError) as info:
+                load_dump(path)
+            message = str(info.value)
+            assert str(path) in message and MALFORMED_DUMPS[rel] in message and "\n" not in message
+            continue
+        dump = load_dump(path)
+        assert isinstance(dump.data, dict)
+        loaded += 1
+    assert loaded >= 10
+
+
+def test_framework_detected(peer_fixtures):
+    base = peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file"
+    pt, ms = load_dump(base / "pytorch_data/dump.json"), load_dump(base / "mindspore_data/dump.json")
+    assert (pt.framework, ms.framework) == ("pytorch", "mindspore")
+    assert len(pt.data) > 10 and any(k.startswith("Distributed.") for k in pt.data)
+    tensor = load_dump(peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_tensor.json")
+    assert tensor.framework == "mindspore"
+
+
+def test_every_construct_and_stack_loads(peer_fixtures):
+    constructs = _json_files(peer_fixtures, "construct*.json")
+    stacks = _json_files(peer_fixtures, "stack.json")
+    assert len(constructs) >= 8 and len(stacks) >= 6
+    for path in constructs:
+        load_construct(path)
+    old_shape = load_stack(peer_fixtures / "test/msprobe_test/resources/layer_mapping/pytorch/stack.json")
+    assert all(isinstance(frames, list) for frames in old_shape.values()) and old_shape
+    for path in stacks:
+        load_stack(path)
+
+
+def test_every_debugger_config_loads(peer_fixtures):
+    shipped = load_config(peer_fixtures / "python/msprobe/config.json")
+    assert (shipped.task, shipped.level, shipped.task_config.summary_mode) == ("statistics", "L1", "statistics")
+    legacy = load_config(peer_fixtures / "test/msprobe_test/resources/config.json")
+    assert legacy.seed == 1234
+    assert {"acl_config", "run_ut", "grad_probe", "free_benchmark"} <= set(legacy.unused)
+
+
+def test_malformed_tree_is_reported(peer_fixtures):
+    with pytest.raises(SchemaError, match="step directory inside a step directory"):
+        find_rank_dirs(peer_fixtures / "test/msprobe_test/visualization_ut/input")
+    ranks = find_rank_dirs(peer_fixtures / "test/msprobe_test/visualization_ut/input_format_correct")
+    assert [(r.step, r.rank) for r in ranks] == [(0, 0), (0, 1), (1, 0), (2, 0)]
+
+
+def test_shared_imports_no_framework():
+    code = ("import sys, msprobe.schema, msprobe.cli.main; "
+            "bad = [m for m in ('torch', 'mindspore', 'numpy') if m in sys.modules]; "
+            "sys.exit(1 if bad else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

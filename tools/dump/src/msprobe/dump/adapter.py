@@ -1,0 +1,64 @@
+"""The boundary between the framework-free engine and a framework adapter (PyTorch, MindSpore, MSAdapter).
+
+An adapter subclasses :class:`Adapter` and implements the tensor-level methods below; it also owns
+the framework hooks (API wrapping, module/Cell hooks, gradient hooks) and reports what they see to
+the engine through the ``DumpEngine`` methods listed in ``msprobe/dump/__init__.py``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+class Adapter:
+    """What the engine needs from a framework. Methods are called on the thread that ran the hook,
+    except ``save_tensor`` (background writer thread) and ``stats_to_host`` (flush points)."""
+
+    framework = "unknown"
+    """Written as ``framework`` in dump.json: pytorch | mindspore | mindtorch."""
+    tensor_suffix = ".pt"
+    """Suffix of tensor files: ``.pt`` (PyTorch) or ``.npy`` (MindSpore, MSAdapter)."""
+    module_prefix = "Module"
+    """``Module`` (PyTorch, MSAdapter) or ``Cell`` (MindSpore native)."""
+    stats_batch = 1
+    """Entries to hold before one ``stats_to_host`` call: 1 on CPU (host values at once, nothing lost
+    on a kill), larger on accelerators (one device→host copy per batch)."""
+
+    def is_tensor(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def tensor_meta(self, tensor: Any) -> Tuple[str, str, List[int], bool]:
+        """(type name, dtype name as the format spells it, shape, requires_grad)."""
+        raise NotImplementedError
+
+    def tensor_stats(self, tensor: Any, precision: str, md5: bool) -> Any:
+        """Start the reduction of one tensor on its own device; returns an opaque handle (no host sync)."""
+        raise NotImplementedError
+
+    def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
+        """Bring a batch of handles to the host: one dict per handle with ``Max, Min, Mean, Norm``
+        (None where undefined) and ``md5`` when asked for."""
+        raise NotImplementedError
+
+    def snapshot(self, tensor: Any) -> Any:
+        """A copy of the tensor safe from later in-place changes, for ``save_tensor`` (task tensor)."""
+        raise NotImplementedError
+
+    def save_tensor(self, snapshot: Any, path: str) -> None:
+        """Write one tensor file (called from the background writer thread)."""
+        raise NotImplementedError
+
+    def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
+        """A non-tensor framework object (dtype, device, Size...) as ``{"type", "value"}``; None = unknown."""
+        return None
+
+    def rank(self) -> Optional[int]:
+        """This process's rank when distributed, else None."""
+        return None
+
+    def install(self, engine: Any, models: Sequence[Any]) -> None:
+        """Install the framework hooks for one dumped window (between start and stop)."""
+        raise NotImplementedError
+
+    def uninstall_forward(self) -> None:
+        """Remove the hooks that see new calls (stop); gradient hooks already attached may still fire."""
+        raise NotImplementedError

@@ -1,0 +1,94 @@
+"""Entry assembly: Python values → dump.json records, with statistics left for the pipeline to fill."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from .adapter import Adapter
+
+STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+
+
+class PendingTensor:
+    """A tensor record waiting for its statistics (and, for task tensor, its file)."""
+
+    __slots__ = ("record", "handle", "snapshot", "role", "position")
+
+    def __init__(self, record: Dict[str, Any], handle: Any, snapshot: Any, role: str, position: Tuple) -> None:
+        self.record = record
+        self.handle = handle
+        self.snapshot = snapshot
+        self.role = role
+        self.position = position
+
+
+class Encoder:
+    """Turns arguments, outputs and gradients into records; collects the tensors met on the way."""
+
+    def __init__(self, adapter: Adapter, precision: str, md5: bool, snapshots: bool) -> None:
+        self.adapter = adapter
+        self.precision = precision
+        self.md5 = md5
+        self.snapshots = snapshots
+
+    def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
+        adapter = self.adapter
+        if adapter.is_tensor(value):
+            return self.tensor(value, role, position, out)
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return {"type": "bool", "value": value}
+        if isinstance(value, int):
+            return {"type": "int", "value": value}
+        if isinstance(value, float):
+            return {"type": "float", "value": value}
+        if isinstance(value, str):
+            return {"type": "str", "value": value}
+        if isinstance(value, (list, tuple)) and depth < 8:
+            return [self.encode(v, role, position + (i,), out, depth + 1) for i, v in enumerate(value)]
+        if isinstance(value, dict) and depth < 8:
+            return {str(k): self.encode(v, role, position + (k,), out, depth + 1) for k, v in value.items()}
+        if isinstance(value, slice):
+            return {"type": "slice", "value": [_plain(value.start), _plain(value.stop), _plain(value.step)]}
+        if value is Ellipsis:
+            return {"type": "ellipsis", "value": "..."}
+        described = adapter.describe_value(value)
+        if described is not None:
+            return described
+        return {"type": type(value).__name__, "value": None}
+
+    def tensor(self, tensor: Any, role: str, position: Tuple, out: List[PendingTensor]) -> Dict[str, Any]:
+        type_name, dtype, shape, requires_grad = self.adapter.tensor_meta(tensor)
+        record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": None, "Min": None, "Mean": None,
+                  "Norm": None, "requires_grad": requires_grad}
+        handle = self.adapter.tensor_stats(tensor, self.precision, self.md5)
+        snapshot = self.adapter.snapshot(tensor) if self.snapshots else None
+        out.append(PendingTensor(record, handle, snapshot, role, position))
+        return record
+
+    def args(self, args: Tuple, kwargs: Optional[Dict[str, Any]], out: List[PendingTensor]) -> Dict[str, Any]:
+        encoded_args = [self.encode(a, "input", (i,), out) for i, a in enumerate(args)]
+        encoded_kwargs = {k: self.encode(v, k, (), out) for k, v in (kwargs or {}).items()}
+        return {"input_args": encoded_args, "input_kwargs": encoded_kwargs}
+
+    def outputs(self, output: Any, out: List[PendingTensor]) -> List[Any]:
+        if isinstance(output, (list, tuple)):
+            return [self.encode(o, "output", (i,), out) for i, o in enumerate(output)]
+        return [self.encode(output, "output", (0,), out)]
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (int, float, str)) else str(value)
+
+
+def place(slots: List[Any], path: Tuple[int, ...], record: Any) -> None:
+    """Put a gradient record at its argument position (``(i,)`` or ``(i, j)`` inside a list argument)."""
+    index = path[0]
+    while len(slots) <= index:
+        slots.append(None)
+    if len(path) == 1:
+        slots[index] = record
+        return
+    inner = slots[index] if isinstance(slots[index], list) else []
+    slots[index] = inner
+    place(inner, path[1:], record)

@@ -1,0 +1,47 @@
+"""Background writer of tensor files: the hook thread only queues a snapshot; a daemon thread saves it."""
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from typing import Any, Callable, Optional, Tuple
+
+
+class TensorFileWriter:
+    """One daemon thread draining a queue of (snapshot, path) through the adapter's save function."""
+
+    def __init__(self, save: Callable[[Any, str], None]) -> None:
+        self._save = save
+        self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue()
+        self._thread: Optional[threading.Thread] = None
+        self.errors = 0
+        self.written = 0
+        self.bytes = 0
+
+    def put(self, snapshot: Any, path: str) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="msprobe-tensor-writer", daemon=True)
+            self._thread.start()
+        self._queue.put((snapshot, path))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                snapshot, path = item
+                self._save(snapshot, path)
+                self.written += 1
+                self.bytes += os.path.getsize(path)
+            except Exception as exc:  # a full disk must not kill training; say it once per file
+                self.errors += 1
+                print(f"msprobe: warning: cannot write {item[1] if item else '?'}: {exc}", file=sys.stderr)
+            finally:
+                self._queue.task_done()
+
+    def drain(self) -> None:
+        """Block until every queued file is on disk (end of a step, stop, exit)."""
+        if self._thread is not None:
+            self._queue.join()

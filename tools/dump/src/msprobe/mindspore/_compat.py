@@ -1,0 +1,103 @@
+"""Feature detection across MindSpore versions (2.0 on Python 3.9 ... 2.10) and the torch-on-MindSpore adapters.
+
+Everything version-dependent the adapter touches is looked up here once, by feature, never by version number.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Callable, Optional, Tuple
+
+import mindspore as ms
+
+MS_VERSION = getattr(ms, "__version__", "0")
+
+
+def _pynative_executor() -> Any:
+    for module in ("mindspore.graph.api", "mindspore.common.api"):
+        try:
+            executor = getattr(importlib.import_module(module), "_pynative_executor", None)
+        except Exception:  # a module missing in this version, or a deprecation shim that raises
+            executor = None
+        if executor is not None:
+            return executor
+    return None
+
+
+_EXECUTOR = _pynative_executor()
+
+
+def building_grad() -> bool:
+    """True while PyNative records a graph for ms.grad / ms.value_and_grad (backward hooks are useful)."""
+    if _EXECUTOR is None or not hasattr(_EXECUTOR, "grad_flag"):
+        return False
+    try:
+        return bool(_EXECUTOR.grad_flag())
+    except Exception:
+        return False
+
+
+def tensor_types() -> Tuple[type, ...]:
+    """Classes whose instances are MindSpore tensors (2.0 returns StubTensor from PyNative ops)."""
+    types = [ms.Tensor]
+    try:
+        from mindspore.common._stub_tensor import StubTensor  # MindSpore 2.0 .. 2.4
+        types.append(StubTensor)
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def hook_backward(hook: Callable[..., Any]) -> Any:
+    """An identity primitive that calls ``hook(grads_tuple)`` with the gradients flowing into its outputs."""
+    from mindspore import ops
+    return ops.HookBackward(hook)
+
+
+def can_hook_parameters() -> bool:
+    """Parameter.register_hook (MindSpore >= 2.1 PyNative); 2.0 has no tensor hooks."""
+    return hasattr(ms.Parameter, "register_hook")
+
+
+class TorchOnMindSpore:
+    """The torch-style package running on MindSpore: ``msadapter.pytorch`` or its successor ``mindtorch.torch``."""
+
+    def __init__(self, name: str, torch: Any) -> None:
+        self.name = name
+        self.torch = torch
+        self.tensor_class = getattr(torch, "Tensor")
+        self.module_class = torch.nn.Module
+        self.functional = torch.nn.functional
+        self._cast = _find_cast(name)
+
+    def rewrap(self, value: Any) -> Any:
+        """Back to the adapter's Tensor class after an ms primitive returned plain MindSpore tensors."""
+        return self._cast(value) if self._cast else value
+
+
+def _find_cast(name: str) -> Optional[Callable[[Any], Any]]:
+    for module in (f"{name}.tensor", f"{name}._tensor"):
+        try:
+            return getattr(importlib.import_module(module), "cast_to_adapter_tensor")
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+TORCH_PACKAGES = ("msadapter.pytorch", "mindtorch.torch")
+
+
+def detect_torch_adapter(model: Any = None) -> Optional[TorchOnMindSpore]:
+    """The torch-on-MindSpore package in use: imported by the user already, or the model's class comes from it."""
+    for name in TORCH_PACKAGES:
+        torch = sys.modules.get(name)
+        if torch is None:
+            continue
+        if model is None or isinstance(model, torch.nn.Module) or _any_torch_module(model, torch):
+            return TorchOnMindSpore(name, torch)
+    return None
+
+
+def _any_torch_module(model: Any, torch: Any) -> bool:
+    items = model if isinstance(model, (list, tuple)) else [model]
+    return any(isinstance(item, torch.nn.Module) for item in items)

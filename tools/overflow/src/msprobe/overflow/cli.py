@@ -1,0 +1,43 @@
+"""``msprobe overflow_check -i DUMP [-o OUT]``: find where inf/nan started, per rank and across ranks."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from msprobe.schema import MsprobeError
+
+from .order import analyze_dump
+from .report import NO_ANOMALY, print_results, summary_json, write_reports
+
+
+def register(app: typer.Typer) -> None:
+    app.command("overflow_check")(overflow_check)
+
+
+def overflow_check(
+    input_path: Path = typer.Option(..., "-i", "--input", "--input_path",
+                                    help="A dump: dump.json, rank directory, step directory or whole dump tree."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", "--output_path",
+                                          help="Folder for anomaly_analyze_<timestamp>.json (default ./output)."),
+    last: int = typer.Option(5, "-n", "--last", help="How many entries before the node to print."),
+    stack_lines: int = typer.Option(8, "--stack-lines", help="How many stack frames to print per node."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of the report."),
+) -> None:
+    """Find, per rank, the first API or module with finite inputs and inf/nan outputs, and the rank it started on."""
+    if last < 0:
+        raise MsprobeError(f"overflow_check: -n/--last must be 0 or more, got {last}")
+    results = analyze_dump(input_path, last=last)
+    echo = typer.echo
+    if as_json:
+        echo(summary_json(results))
+    else:
+        print_results(results, echo, stack_lines)
+    paths = write_reports(results, output if output is not None else Path("output"))
+    if not paths:
+        if not as_json:
+            echo(NO_ANOMALY)
+        return
+    for path in paths:
+        typer.echo(f"wrote {path}", err=as_json)

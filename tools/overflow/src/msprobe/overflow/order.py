@@ -1,0 +1,61 @@
+"""Across ranks: which rank's overflow came first.
+
+Ranks share no clock, but every rank takes part in the same collectives in the same order, so
+``Distributed.*`` entries are synchronisation points. Each rank's first overflow event gets the key
+``(k, r)``: ``k`` = how many ``Distributed.*`` entries that rank recorded before the event, ``r`` = 0
+when the event is produced locally (finite inputs, inf/nan outputs of a computing node) and 1 when
+it arrived from elsewhere (the node is itself a collective — it received inf/nan from another rank —
+or its inputs were already inf/nan). The smallest key started it: an event before the k-th
+collective happened before anything another rank could only have received through that collective.
+Ranks with equal keys cannot be told apart; all of them are named.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Union
+
+from msprobe.schema import find_rank_dirs
+from msprobe.schema.tree import group_by_step
+
+from .analyze import Anomaly, RankResult, analyze_rank
+
+
+@dataclass
+class StepResult:
+    """One step of the dump: every rank's result and the rank/node where the overflow started."""
+
+    step: Optional[int]
+    ranks: List[RankResult]
+    events: List[Anomaly]
+    """Every rank's first event, earliest first (by ``order_key``, then rank number)."""
+
+    @property
+    def origin(self) -> Optional[Anomaly]:
+        return self.events[0] if self.events else None
+
+    @property
+    def tied(self) -> List[Anomaly]:
+        """Events that cannot be ordered before the origin (same key), origin included."""
+        if not self.events:
+            return []
+        return [e for e in self.events if e.order_key == self.events[0].order_key]
+
+
+def _rank_number(anomaly: Anomaly) -> int:
+    rank = anomaly.rank
+    return rank.rank if rank.rank is not None else (rank.proc or 0)
+
+
+def order_events(results: List[RankResult]) -> List[Anomaly]:
+    events = [r.anomaly for r in results if r.anomaly is not None]
+    return sorted(events, key=lambda a: (a.order_key, _rank_number(a)))
+
+
+def analyze_dump(path: Union[str, Path], last: int = 5) -> List[StepResult]:
+    """Analyse a dump at any level (dump.json, rank, step or whole tree), one result per step."""
+    out = []
+    for step, ranks in sorted(group_by_step(find_rank_dirs(path)).items(), key=lambda kv: (kv[0] is None, kv[0])):
+        results = [analyze_rank(rank, last=last) for rank in ranks]
+        out.append(StepResult(step=step, ranks=results, events=order_events(results)))
+    return out

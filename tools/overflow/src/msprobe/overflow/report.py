@@ -1,0 +1,121 @@
+"""What ``msprobe overflow_check`` prints and writes (``anomaly_analyze_*.json``, msprobe-compatible)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+from msprobe.schema import MsprobeError, iter_records
+from msprobe.schema.jsonio import write_json_atomic
+
+from .analyze import INHERITED, Anomaly, EntryState
+from .order import StepResult
+
+NO_ANOMALY = "Cannot find any anomaly node, no need to generate analyze file."
+
+
+def rank_key(anomaly: Anomaly) -> str:
+    """``rank_<R>`` as msprobe writes it; a dump without rank id is ``rank_0``."""
+    rank = anomaly.rank
+    if rank.rank is None and rank.proc is not None:
+        return f"proc_{rank.proc}"
+    return f"rank_{rank.rank or 0}"
+
+
+def to_json(result: StepResult) -> Dict[str, List[Dict[str, Any]]]:
+    """``{"rank_R": [{op_name, data_info, construct_info, stack_info}]}``, the starting rank first."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for event in result.events:
+        out.setdefault(rank_key(event), []).append({
+            "op_name": event.op_name, "data_info": event.data_info,
+            "construct_info": event.construct_info, "stack_info": event.stack_info})
+    return out
+
+
+def write_reports(results: List[StepResult], output: Path) -> List[Path]:
+    """One ``anomaly_analyze_<timestamp>.json`` per step with an anomaly (``_step<N>`` added when several)."""
+    found = [r for r in results if r.events]
+    if not found:
+        return []
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MsprobeError(f"{output}: cannot create the output directory ({exc.strerror})") from None
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    paths = []
+    for result in found:
+        tag = f"_step{result.step}" if len(results) > 1 and result.step is not None else ""
+        path = output / f"anomaly_analyze{tag}_{stamp}.json"
+        write_json_atomic(path, to_json(result))
+        paths.append(path)
+    return paths
+
+
+def _stats(entry_value: Any) -> str:
+    parts = []
+    for trail, record in iter_records(entry_value):
+        where = ".".join(str(t) for t in trail)
+        parts.append(f"{where}[{record.get('dtype', '?')}] max={record.get('Max')} min={record.get('Min')}")
+    return "; ".join(parts[:4]) + (f"; ... {len(parts) - 4} more" if len(parts) > 4 else "")
+
+
+def _brief(state: EntryState) -> str:
+    flags = []
+    if state.bad_inputs:
+        flags.append("inf/nan in " + ", ".join(state.bad_inputs[:3]))
+    if state.bad_outputs:
+        flags.append("inf/nan out " + ", ".join(state.bad_outputs[:3]))
+    return f"{state.name}" + (f"  ({'; '.join(flags)})" if flags else "")
+
+
+def print_results(results: List[StepResult], echo: Callable[[str], None], stack_lines: int = 8) -> None:
+    for result in results:
+        where = f"step{result.step}" if result.step is not None else "dump"
+        ranks = len(result.ranks)
+        if not result.events:
+            echo(f"{where}: {ranks} rank(s), no inf/nan found")
+            continue
+        origin = result.origin
+        echo(f"{where}: {ranks} rank(s), {len(result.events)} with inf/nan; overflow started on "
+             f"{origin.rank.label} at {origin.op_name}")
+        if len(result.tied) > 1:
+            echo("  cannot order: " + ", ".join(f"{e.rank.label} {e.op_name}" for e in result.tied)
+                 + " reached inf/nan between the same collectives")
+        for event in result.events:
+            _print_event(event, echo, stack_lines)
+
+
+def _print_event(event: Anomaly, echo: Callable[[str], None], stack_lines: int) -> None:
+    state = event.state
+    how = ("its inputs already hold inf/nan (from data, weights or code the dump did not record)"
+           if event.kind == INHERITED else
+           "received inf/nan through this collective" if state.is_collective else
+           "finite inputs, inf/nan outputs")
+    echo(f"- {event.rank.label}: {event.op_name}  [{how}; after {state.collectives_before} collective(s)]")
+    echo(f"    inputs : {_stats({k: v for k, v in event.data_info.items() if 'input' in k or k == 'parameters'})}")
+    echo(f"    outputs: {_stats({k: v for k, v in event.data_info.items() if 'output' in k})}")
+    echo("    module chain: " + (" <- ".join(event.construct_info) if event.construct_info else "-"))
+    if event.stack_info:
+        echo("    stack (innermost first):")
+        for frame in event.stack_info[:stack_lines]:
+            echo("      " + " ".join(frame.split()))
+    if event.before:
+        echo(f"    the {len(event.before)} entries before it:")
+        for state_before in event.before:
+            echo("      " + _brief(state_before))
+
+
+def summary_json(results: List[StepResult]) -> str:
+    """A machine-readable summary (``--json``): per step, the origin and every rank's event."""
+    doc = []
+    for result in results:
+        doc.append({
+            "step": result.step,
+            "origin": None if result.origin is None else {"rank": result.origin.rank.label,
+                                                          "op_name": result.origin.op_name},
+            "tied": [{"rank": e.rank.label, "op_name": e.op_name} for e in result.tied],
+            "events": [{"rank": e.rank.label, "op_name": e.op_name, "kind": e.kind,
+                        "collectives_before": e.state.collectives_before} for e in result.events],
+        })
+    return json.dumps(doc, indent=1)
