@@ -12,7 +12,9 @@
 #                             as wheels built on the host + third-party wheels from `pip download` on the host
 #                             ($MSPROBE_CACHE/wheelhouse/<tool>), `docker build --network none`.
 #                             A tool whose tools/<tool>/pyproject.toml is missing is skipped (op_generate then
-#                             gets shared only). msprobe-dump also holds torch 2.13.0+cpu.
+#                             gets shared only). A tool with dockerfiles/<tool>/uses-torch is built on
+#   msprobe-torch:py311       msprobe-base + venv /opt/msprobe with torch 2.13.0+cpu (dockerfiles/torch/), so the
+#                             torch layer is shared (dump, ckpt_compare).
 # Everything is cached under ${MSPROBE_CACHE:-$HOME/.cache/msprobe}; an unchanged input is not rebuilt.
 # Starts dockerd via .ci/dockerd.sh when no daemon answers.
 set -euo pipefail
@@ -32,10 +34,16 @@ image_label() {  # image label -> value or empty
     docker image inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true
 }
 
-host_python() {
-    if [[ -n "${MSPROBE_HOST_PYTHON:-}" ]]; then echo "$MSPROBE_HOST_PYTHON"
-    elif [[ -x "$REPO/.venv/bin/python" ]]; then echo "$REPO/.venv/bin/python"
-    else echo python3; fi
+host_python() {  # a python with hatchling, so repo wheels build without an isolated env each time
+    local py
+    for py in "${MSPROBE_HOST_PYTHON:-}" "$REPO/.venv/bin/python" "$CACHE/buildenv/bin/python"; do
+        if [[ -n "$py" && -x "$py" ]] && "$py" -c "import hatchling" 2>/dev/null; then echo "$py"; return 0; fi
+    done
+    log "creating $CACHE/buildenv (hatchling) for building the repo wheels"
+    python3 -m venv "$CACHE/buildenv" && "$CACHE/buildenv/bin/python" -m pip install --quiet "hatchling>=1.18" \
+        2> >(grep -v "is ignored: it is neither" >&2) \
+        || die "cannot create the wheel-building venv $CACHE/buildenv"
+    echo "$CACHE/buildenv/bin/python"
 }
 
 # ---------------------------------------------------------------- msprobe-base:py311
@@ -85,6 +93,58 @@ build_msadapter() {
         || die "docker import of the msadapter rootfs failed"
 }
 
+# ---------------------------------------------------------------- helpers for docker-built images
+download_wheels() {  # requirements.txt wheelhouse: CPython 3.11 manylinux wheels, only when the requirements change
+    local reqfile="$1" wh="$2"
+    mkdir -p "$wh"
+    [[ -s "$reqfile" ]] || return 0
+    if [[ -f "$wh/.requirements" ]] && cmp -s "$wh/.requirements" "$reqfile"; then return 0; fi
+    log "pip download -> $wh"
+    rm -f "$wh"/*.whl   # stale wheels would end up in the image's COPY layer
+    python3 -m pip download --quiet --dest "$wh" --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --platform any \
+        -r "$reqfile" 2> >(grep -v "is ignored: it is neither" >&2) \
+        || die "pip download of $reqfile failed"
+    cp "$reqfile" "$wh/.requirements"
+}
+
+stage_wheels() {  # wheelhouse dir: hard-link (or copy) its wheels into the build context
+    local wh="$1" dir="$2" wheels
+    mkdir -p "$dir"
+    shopt -s nullglob
+    wheels=("$wh"/*.whl)
+    shopt -u nullglob
+    [[ ${#wheels[@]} -gt 0 ]] || return 0
+    cp -al "${wheels[@]}" "$dir/" 2>/dev/null || cp "${wheels[@]}" "$dir/"
+}
+
+docker_build() {  # name dockerfile context [docker build args...]
+    local name="$1" dockerfile="$2" stage="$3"
+    shift 3
+    log "docker build $name (network none)"
+    docker build --network none --quiet "$@" -t "$name" -f "$dockerfile" "$stage" >/dev/null \
+        2> >(grep -v -e '^DEPRECATED: The legacy builder' -e 'BuildKit is currently disabled' \
+                     -e '^ *environment-variable\.$' -e '^$' >&2) \
+        || die "docker build of $name failed (rerun without --quiet: docker build --network none -f $dockerfile $stage)"
+    log "$name built"
+}
+
+# ---------------------------------------------------------------- msprobe-torch:py311 (shared torch layer)
+TORCH_BUILT=0
+build_torch() {
+    [[ $TORCH_BUILT -eq 1 ]] && return 0
+    local stage="$CACHE/build/torch"
+    rm -rf "$stage"
+    mkdir -p "$stage/third"
+    grep -v '^#' "$HERE/torch/requirements.txt" > "$stage/requirements.txt"
+    download_wheels "$stage/requirements.txt" "$CACHE/wheelhouse/torch"
+    stage_wheels "$CACHE/wheelhouse/torch" "$stage/third"
+    docker_build msprobe-torch:py311 "$HERE/torch/Dockerfile" "$stage"
+    TORCH_BUILT=1
+}
+
 # ---------------------------------------------------------------- msprobe-<tool>
 build_tool() {
     local tool="$1" name="msprobe-${1//_/-}"
@@ -102,46 +162,36 @@ build_tool() {
     local py info
     py="$(host_python)"
     info="$(python3 "$HERE/pkginfo.py" "$REPO" "${dirs[@]}")" || die "cannot read the pyproject files for $tool"
-    local locals=() reqs=()
+    local locals=() reqs=() base_args=() uses_torch=0 kind value
+    [[ -f "$HERE/$tool/uses-torch" ]] && uses_torch=1
     while read -r kind value; do
         [[ "$kind" == local ]] && locals+=("$value")
-        [[ "$kind" == req ]] && reqs+=("$value")
+        if [[ "$kind" == req ]]; then
+            # on msprobe-torch:py311, torch (2.13.0+cpu) is already there: a `torch>=…` here would make
+            # pip download fetch the CUDA build from PyPI
+            if [[ $uses_torch -eq 1 && "$value" =~ ^[Tt]orch([^A-Za-z0-9_.-]|$) ]]; then continue; fi
+            reqs+=("$value")
+        fi
     done <<< "$info"
-    if [[ -f "$HERE/$tool/requirements-extra.txt" ]]; then
-        while read -r line; do [[ -n "$line" && "$line" != \#* ]] && reqs+=("$line"); done < "$HERE/$tool/requirements-extra.txt"
+    if [[ $uses_torch -eq 1 ]]; then
+        build_torch
+        base_args=(--build-arg BASE=msprobe-torch:py311)
     fi
 
     local stage="$CACHE/build/$tool" wh="$CACHE/wheelhouse/$tool"
     rm -rf "$stage"
-    mkdir -p "$stage/third" "$stage/local" "$wh"
-    printf '%s\n' "${reqs[@]}" > "$stage/requirements.txt"
-
-    # third-party wheels (CPython 3.11, manylinux x86_64), re-downloaded only when the requirements change
-    if [[ ! -f "$wh/.requirements" ]] || ! cmp -s "$wh/.requirements" "$stage/requirements.txt"; then
-        log "pip download $tool wheels -> $wh"
-        python3 -m pip download --quiet --dest "$wh" --only-binary=:all: \
-            --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
-            --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-            --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --platform any \
-            -r "$stage/requirements.txt" 2> >(grep -v "is ignored: it is neither" >&2) \
-            || die "pip download for $tool failed"
-        cp "$stage/requirements.txt" "$wh/.requirements"
-    fi
-    cp -al "$wh"/*.whl "$stage/third/" 2>/dev/null || cp "$wh"/*.whl "$stage/third/"
+    mkdir -p "$stage/third" "$stage/local"
+    if [[ ${#reqs[@]} -gt 0 ]]; then printf '%s\n' "${reqs[@]}" > "$stage/requirements.txt"; else : > "$stage/requirements.txt"; fi
+    download_wheels "$stage/requirements.txt" "$wh"
+    stage_wheels "$wh" "$stage/third"
 
     # repo packages as wheels (hatchling builds are reproducible, so unchanged sources hit docker's cache)
-    local isolation=()
-    "$py" -c "import hatchling" 2>/dev/null && isolation=(--no-build-isolation)
     local rel
     for rel in "${locals[@]}"; do
-        "$py" -m pip wheel --quiet --no-deps "${isolation[@]}" -w "$stage/local" "$REPO/$rel" \
+        "$py" -m pip wheel --quiet --no-deps --no-build-isolation -w "$stage/local" "$REPO/$rel" \
             || die "building the wheel of $rel failed"
     done
-
-    log "docker build $name (network none)"
-    docker build --network none --quiet -t "$name:latest" -f "$dockerfile" "$stage" >/dev/null \
-        || die "docker build of $name failed (rerun without --quiet: docker build --network none -f $dockerfile $stage)"
-    log "$name built"
+    docker_build "$name:latest" "$dockerfile" "$stage" "${base_args[@]}"
 }
 
 main() {
@@ -165,6 +215,8 @@ main() {
             *) build_tool "$item" ;;
         esac
     done
+    # drop the dangling images that rebuilds leave behind (ours all carry the base's msprobe.source label)
+    docker image prune -f --filter label=msprobe.source >/dev/null 2>&1 || true
     log "done in $((SECONDS - start))s"
 }
 

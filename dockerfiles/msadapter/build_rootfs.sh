@@ -63,8 +63,13 @@ python3 -m pip --version >/dev/null 2>&1 || die "host python3 has no pip; run: a
     --only-binary=:all: --python-version 3.9 --implementation cp --abi cp39 --abi abi3 --abi none \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --platform any \
-    "${PY_PKGS[@]}" "${PY_BACKPORTS[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
+    "${PY_PKGS[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
     || die "pip download of py39 wheels failed"
+# separately and without deps: resolving them together with the rest makes pip backtrack for minutes
+"${PIP_HOST[@]}" download --quiet --dest "$WHEELHOUSE" --no-deps \
+    --only-binary=:all: --python-version 3.9 --implementation cp --abi cp39 --abi none --platform any \
+    "${PY_BACKPORTS[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
+    || die "pip download of py39 backport wheels failed"
 
 # 3. offline pip install inside the chroot
 log "pip install inside rootfs (offline, from wheelhouse)"

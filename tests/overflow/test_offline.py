@@ -139,3 +139,43 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("msprobe: error: ") and proc.stderr.count("\n") == 1
     assert run_cli("overflow_check", "-i", "missing", cwd=tmp_path).returncode == 2
+
+
+def test_attention_mask_inf_is_not_an_overflow_but_a_later_one_is(tmp_path):
+    scores = torch.randn(2, 2)
+    mask = torch.ones(2, 2, dtype=torch.bool).triu(1)
+    masked = scores.masked_fill(mask, float("-inf"))
+    probs = torch.softmax(masked, dim=-1)
+    fill = {"input_args": [api([scores], [])["input_args"][0], api([mask.float()], [])["input_args"][0],
+                           {"type": "float", "value": float("-inf")}], "input_kwargs": {},
+            "output": [api([], [masked])["output"][0]]}
+    entries = [("Tensor.masked_fill.0.forward", fill), ("Functional.softmax.0.forward", api([masked], [probs]))]
+    write_rank(tmp_path / "clean", entries)
+    assert analyze_dump(tmp_path / "clean")[0].origin is None
+    big = torch.full((2,), 20.0, dtype=torch.float16)
+    write_rank(tmp_path / "later", entries + [("Torch.exp.0.forward", api([big], [torch.exp(big)]))])
+    assert analyze_dump(tmp_path / "later")[0].origin.op_name == "Torch.exp.0.forward"
+
+
+def test_nan_made_from_inf_minus_inf_is_an_origin(tmp_path):
+    inf = torch.full((2,), float("inf"))
+    ok = torch.ones(2)
+    write_rank(tmp_path / "rank", [("Torch.exp.0.forward", api([ok * 1000], [torch.exp(ok * 1000)])),
+                                   ("Tensor.__sub__.0.forward", api([inf, inf], [inf - inf]))])
+    [result] = analyze_dump(tmp_path / "rank")
+    assert result.origin.op_name == "Torch.exp.0.forward"
+    write_rank(tmp_path / "only_sub", [("Tensor.__sub__.0.forward", api([inf, inf], [inf - inf]))])
+    origin = analyze_dump(tmp_path / "only_sub")[0].origin
+    assert origin.kind == ORIGIN and origin.op_name == "Tensor.__sub__.0.forward"
+
+
+def test_json_summary_and_multi_step_tree(tmp_path):
+    _forward_overflow_rank(tmp_path / "dump" / "step0" / "rank")
+    ok = torch.ones(2)
+    write_rank(tmp_path / "dump" / "step1" / "rank", [("Torch.mul.0.forward", api([ok], [ok]))])
+    proc = run_cli("overflow_check", "-i", "dump", "-o", "out", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [d["step"] for d in doc] == [0, 1]
+    assert doc[0]["origin"] == {"rank": "rank", "op_name": "Torch.exp.0.forward"} and doc[1]["origin"] is None
+    assert [p.name.split("_2")[0] for p in (tmp_path / "out").iterdir()] == ["anomaly_analyze_step0"]

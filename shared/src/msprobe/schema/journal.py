@@ -66,14 +66,17 @@ class RankWriter:
         with self._lock:
             self._handle.flush()
 
-    def finalize(self, remove_journal: bool) -> RankFiles:
-        """Write dump.json / stack.json / construct.json from the journal; optionally remove the journal."""
+    def finalize(self, remove_journal: bool, indent: Optional[int] = 1) -> RankFiles:
+        """Write dump.json / stack.json / construct.json from the journal; optionally remove the journal.
+
+        ``indent=None`` writes compact JSON with the C encoder (what the dump engine uses: much faster).
+        """
         with self._lock:
             self._handle.flush()
             files = read_journal(self.journal_path)
-            write_json_atomic(self.rank_dir / DUMP_NAME, files.dump.to_json())
-            write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(files.stacks))
-            write_json_atomic(self.rank_dir / CONSTRUCT_NAME, files.construct)
+            write_json_atomic(self.rank_dir / DUMP_NAME, files.dump.to_json(), indent=indent)
+            write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(files.stacks), indent=indent)
+            write_json_atomic(self.rank_dir / CONSTRUCT_NAME, files.construct, indent=indent)
             if remove_journal:
                 self._handle.close()
                 os.remove(self.journal_path)

@@ -42,8 +42,10 @@ def write_json_atomic(path: PathLike, value: Any, indent: int = 1) -> None:
     """Write a whole JSON file so a reader never sees half of it: temp file, fsync, rename."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    # json.dumps (not json.dump) so that indent=None takes the C encoder: 10x faster on large dumps
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(value, handle, indent=indent, ensure_ascii=False)
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -23,14 +23,25 @@ def _frame_line(code, lineno: int) -> str:
     return text
 
 
+_SKIP: Dict[object, bool] = {}
+
+
+def _skipped(code) -> bool:
+    skip = _SKIP.get(code)
+    if skip is None:
+        name = code.co_filename
+        skip = any(d in name for d in _SKIP_DIRS) or name.endswith(("torch/overrides.py", "torch/nn/modules/module.py"))
+        _SKIP[code] = skip
+    return skip
+
+
 def capture(limit: int = 64) -> List[str]:
     """The caller's stack, innermost first, without this package's own frames (upstream's order)."""
     frame = sys._getframe(1)
     keys = []
     while frame is not None and len(keys) < limit:
         code = frame.f_code
-        if not any(d in code.co_filename for d in _SKIP_DIRS) and "torch/overrides.py" not in code.co_filename \
-                and "torch/nn/modules/module.py" not in code.co_filename:
+        if not _skipped(code):
             keys.append((code, frame.f_lineno))
         frame = frame.f_back
     key = tuple(keys)

@@ -1,4 +1,5 @@
-"""Background writer of tensor files: the hook thread only queues a snapshot; a daemon thread saves it."""
+"""Background writer: tensor files and the end-of-step JSON files. The hook thread only queues work;
+a daemon thread does the file I/O (fsync included) in order."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,8 @@ class TensorFileWriter:
 
     def __init__(self, save: Callable[[Any, str], None]) -> None:
         self._save = save
-        self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue()
+        # bounded: when the disk is slower than the training, the hook waits instead of piling up copies
+        self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue(maxsize=4096)
         self._thread: Optional[threading.Thread] = None
         self.errors = 0
         self.written = 0
@@ -25,6 +27,10 @@ class TensorFileWriter:
             self._thread.start()
         self._queue.put((snapshot, path))
 
+    def call(self, work: Callable[[], Any], what: str) -> None:
+        """Run ``work()`` on the writer thread after everything queued before it."""
+        self.put(work, what)
+
     def _run(self) -> None:
         while True:
             item = self._queue.get()
@@ -32,6 +38,9 @@ class TensorFileWriter:
                 if item is None:
                     return
                 snapshot, path = item
+                if callable(snapshot):
+                    snapshot()
+                    continue
                 self._save(snapshot, path)
                 self.written += 1
                 self.bytes += os.path.getsize(path)

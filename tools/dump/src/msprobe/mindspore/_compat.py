@@ -70,9 +70,11 @@ class TorchOnMindSpore:
         self.functional = torch.nn.functional
         self._cast = _find_cast(name)
 
-    def rewrap(self, value: Any) -> Any:
-        """Back to the adapter's Tensor class after an ms primitive returned plain MindSpore tensors."""
-        return self._cast(value) if self._cast else value
+    def rewrap(self, value: Any, like: Any) -> Any:
+        """``value`` (a plain MindSpore tensor from HookBackward) as the adapter's Tensor when ``like`` was one."""
+        if self._cast is None or not isinstance(like, self.tensor_class) or isinstance(value, self.tensor_class):
+            return value
+        return self._cast(value)
 
 
 def _find_cast(name: str) -> Optional[Callable[[Any], Any]]:

@@ -1,22 +1,28 @@
-"""Tensor description and statistics computed on the device, read back to the host in batches.
+"""Tensor description and statistics, in float32 (``precision: low``) or float64 (``high``) or wider.
 
-Statistics accumulate in float32 (``precision: low``) or float64 (``high``); integers always use float64
-so large int64 values stay exact. No MindSpore norm kernel is used (``mint.norm`` has no CPU kernel):
-the L2 norm is ``amax * sqrt(sum((x / amax)^2))``, which neither overflows nor underflows in float32.
-Each tensor's four numbers stay on the device until :meth:`StatBatch.resolve` concatenates every pending
-vector and copies them to the host in one transfer.
+Two paths, chosen by where the tensor lives:
+
+* CPU (MindSpore's CPU target): the tensor's memory is host memory, so the statistics are numpy
+  float64 reductions of its host copy.
+  MindSpore's own CPU kernels would cost a PyNative op dispatch each and a pipeline wait anyway.
+* Ascend / GPU: five reductions started on the device (max, min, mean, sum of squares, any-NaN) per
+  tensor; :func:`stats_to_host` concatenates a whole batch and copies it to the host once. No norm
+  kernel is used (``mint.norm`` has no CPU kernel and bf16 norms lose precision): the L2 norm is
+  ``sqrt(sum(x*x))`` accumulated in float32, recomputed scaled by ``max|x|`` in the rare case the float32
+  sum of squares overflows while the values are finite.
 """
 from __future__ import annotations
 
+import math
 import zlib
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import mindspore as ms
 import numpy as np
-from mindspore import ops
 
 _INT_TYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 _FLOAT_TYPES = ("Float16", "Float32", "Float64", "BFloat16")
+STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 
 
 def dtype_name(tensor: Any) -> str:
@@ -35,71 +41,88 @@ def crc32_hex(array: np.ndarray) -> str:
     return f"{zlib.crc32(np.ascontiguousarray(array).tobytes()) & 0xFFFFFFFF:08x}"
 
 
-class PendingStats:
-    """Placeholder for a record's statistics until the batch is read back."""
+class StatHandle:
+    """One tensor's statistics: final host values (CPU path) or a device vector still to read back."""
 
-    __slots__ = ("record", "index", "kind")
+    __slots__ = ("values", "vector", "tensor", "md5")
 
-    def __init__(self, record: Dict[str, Any], index: int, kind: str) -> None:
-        self.record, self.index, self.kind = record, index, kind
+    def __init__(self, values: Optional[Dict[str, Any]], vector: Any = None, tensor: Any = None,
+                 md5: Optional[str] = None) -> None:
+        self.values, self.vector, self.tensor, self.md5 = values, vector, tensor, md5
 
 
-class StatBatch:
-    """Device-side statistic vectors of many tensors, copied to the host together."""
+def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host: bool = True) -> StatHandle:
+    """Statistics of one tensor: computed now from host memory (``on_host``), else started on the device."""
+    name = dtype_name(tensor)
+    supported = name == "Bool" or name in _INT_TYPES or name in _FLOAT_TYPES
+    if on_host or md5 or name == "Bool":
+        array = to_numpy(tensor) if (supported or md5) and tensor.size else None
+        values = numpy_stats(array, precision) if supported and array is not None else dict.fromkeys(STAT_KEYS)
+        return StatHandle(values, md5=crc32_hex(array) if md5 and array is not None else
+                          ("00000000" if md5 else None))
+    if not supported or tensor.size == 0:
+        return StatHandle(dict.fromkeys(STAT_KEYS))
+    wide = name in _INT_TYPES or name == "Float64" or precision == "high"
+    x = tensor.astype(ms.float64 if wide else ms.float32)
+    vector = ms.ops.stack([x.max(), x.min(), x.mean(), (x * x).sum(), (x != x).any().astype(x.dtype)])
+    return StatHandle(None, vector.astype(ms.float64), x)
 
-    def __init__(self, precision: str = "low") -> None:
-        self._float = ms.float64 if precision == "high" else ms.float32
-        self._vectors: List[Any] = []
-        self._pending: List[PendingStats] = []
 
-    def __len__(self) -> int:
-        return len(self._pending)
+def numpy_stats(array: np.ndarray, precision: str = "low") -> Dict[str, Any]:
+    """Max/Min/Mean/Norm of a host array with the format's rules (bool: any/all, no Mean/Norm)."""
+    if array.dtype == np.bool_:
+        return {"Max": bool(array.any()), "Min": bool(array.all()), "Mean": None, "Norm": None}
+    if array.dtype.kind not in "iuf":
+        return dict.fromkeys(STAT_KEYS)
+    wide = array.astype(np.float64)  # host memory: float64 costs one copy and loses nothing
+    with np.errstate(all="ignore"):
+        amax, amin, mean = wide.max(), wide.min(), wide.mean()
+        norm = _norm(wide)
+    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(mean), "Norm": _number(norm)}
 
-    def add(self, tensor: Any, record: Dict[str, Any]) -> None:
-        """Fill ``record``'s Max/Min/Mean/Norm later (set to None now, the value for empty tensors)."""
-        for key in ("Max", "Min", "Mean", "Norm"):
-            record[key] = None
-        name = dtype_name(tensor)
-        if tensor.size == 0 or not (name == "Bool" or name in _INT_TYPES or name in _FLOAT_TYPES):
-            return  # empty or complex: no statistics
-        if name == "Bool":
-            vector = ops.stack([tensor.any().astype(ms.float32), tensor.all().astype(ms.float32)])
-            kind = "bool"
+
+def _norm(wide: np.ndarray) -> float:
+    flat = wide.reshape(-1)
+    squares = float(np.dot(flat, flat))
+    if math.isinf(squares) and np.isfinite(flat).all():  # float32 overflow of the squares: scale first
+        scale = float(np.abs(flat).max())
+        scaled = flat / flat.dtype.type(scale)
+        return scale * math.sqrt(float(np.dot(scaled, scaled)))
+    return math.sqrt(squares) if not math.isnan(squares) else float("nan")
+
+
+def stats_to_host(handles: Sequence[StatHandle]) -> List[Dict[str, Any]]:
+    """One device-to-host copy for every device-side handle of the batch."""
+    vectors = [h.vector for h in handles if h.vector is not None]
+    host = np.zeros((0,))
+    if vectors:
+        host = (ms.ops.cat(vectors) if len(vectors) > 1 else vectors[0]).asnumpy()
+    out: List[Dict[str, Any]] = []
+    offset = 0
+    for handle in handles:
+        if handle.vector is None:
+            stats = dict(handle.values)
         else:
-            x = tensor.astype(ms.float64 if name in _INT_TYPES or name == "Float64" else self._float)
-            vector = _float_stats(x)
-            kind = "number"
-        self._pending.append(PendingStats(record, len(self._vectors), kind))
-        self._vectors.append(vector.astype(ms.float64).reshape((-1,)))
-
-    def resolve(self) -> None:
-        """One device-to-host copy for every pending tensor; fills the records in place."""
-        if not self._pending:
-            return
-        host = ops.cat(self._vectors).asnumpy() if len(self._vectors) > 1 else self._vectors[0].asnumpy()
-        offsets = np.cumsum([0] + [int(v.shape[0]) for v in self._vectors])
-        for item in self._pending:
-            values = host[offsets[item.index]:offsets[item.index + 1]]
-            if item.kind == "bool":
-                item.record["Max"], item.record["Min"] = bool(values[0]), bool(values[1])
-            else:
-                for key, value in zip(("Max", "Min", "Mean", "Norm"), values):
-                    item.record[key] = _number(value)
-        self._vectors.clear()
-        self._pending.clear()
+            stats = _device_values(host[offset:offset + 5], handle.tensor)
+            offset += 5
+        if handle.md5 is not None:
+            stats["md5"] = handle.md5
+        handle.tensor = handle.vector = None
+        out.append(stats)
+    return out
 
 
-def _float_stats(x: Any) -> Any:
-    """[max, min, mean, norm] of a float tensor; any NaN makes all four NaN (numpy's answer)."""
-    amax = ops.abs(x).max()
-    finite_scale = ops.logical_and(ops.isfinite(amax), amax > 0)
-    scale = ops.select(finite_scale, amax, ops.ones_like(amax))
-    scaled = x / scale
-    norm = ops.select(finite_scale, ops.sqrt((scaled * scaled).sum()) * scale, amax)
-    vector = ops.stack([x.max(), x.min(), x.mean(), norm])
-    has_nan = ops.isnan(x).any()
-    return ops.select(has_nan.broadcast_to(vector.shape), ops.fill(vector.dtype, vector.shape, float("nan"))
-                      if hasattr(ops, "fill") else vector * float("nan"), vector)
+def _device_values(values: np.ndarray, tensor: Any) -> Dict[str, Any]:
+    amax, amin, mean, squares, has_nan = (float(v) for v in values)
+    if has_nan:  # numpy's answer: NaN everywhere (some device max/min kernels skip NaN)
+        return dict.fromkeys(STAT_KEYS, float("nan"))
+    if math.isinf(squares) and math.isfinite(amax) and math.isfinite(amin):
+        scale = max(abs(amax), abs(amin))
+        scaled = tensor / scale
+        norm = scale * math.sqrt(float((scaled * scaled).sum().asnumpy()))
+    else:
+        norm = math.sqrt(squares)
+    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(mean), "Norm": _number(norm)}
 
 
 def _number(value: Any) -> Optional[float]:

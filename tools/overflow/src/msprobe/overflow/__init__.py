@@ -10,7 +10,14 @@ from .analyze import INHERITED, ORIGIN, Anomaly, EntryState, RankResult, analyze
 from .order import StepResult, analyze_dump, order_events
 from .report import to_json, write_reports
 
+
+def overflow_task(save_tensors: bool = False):
+    """Task factory for ``PrecisionDebugger(tasks={"overflow_check": overflow_task(save_tensors=True)})``."""
+    from .task import overflow_task as factory  # imports the dump engine only when asked for
+
+    return factory(save_tensors)
+
 __all__ = [
     "INHERITED", "ORIGIN", "Anomaly", "EntryState", "RankResult", "analyze_rank", "entry_states", "first_anomaly",
-    "StepResult", "analyze_dump", "order_events", "to_json", "write_reports",
+    "StepResult", "analyze_dump", "order_events", "to_json", "write_reports", "overflow_task",
 ]

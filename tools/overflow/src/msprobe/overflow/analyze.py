@@ -7,12 +7,14 @@ construct.json) — the innermost API is what the user has to fix.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from msprobe.schema import RankDir, RankFiles, iter_records, module_chain, record_is_finite, try_parse_entry
+from msprobe.schema.dump import stat_value
 
-from .rules import ignored, rule_for
+from .rules import has_nan, ignored, literal_non_finite, rule_for
 
 INPUT_ROLES = ("input_args", "input_kwargs", "input", "parameters")
 ORIGIN = "origin"
@@ -32,10 +34,25 @@ class EntryState:
     collectives_before: int
     is_collective: bool
     is_module: bool
+    nan_inputs: bool = False
+    nan_outputs: bool = False
+    expected: bool = False
+    """Its inf/nan outputs were asked for (an inf/nan literal argument, e.g. an attention mask)."""
+    is_param_grad: bool = False
+    """A ``parameters_grad`` entry: the result of a backward node, often recorded before that node."""
+    peak: Optional[float] = None
+    """Largest finite |Max| / |Min| of its outputs: shows values growing towards an overflow."""
 
     @property
     def anomalous(self) -> bool:
         return bool(self.bad_inputs or self.bad_outputs)
+
+    @property
+    def produces(self) -> bool:
+        """Creates inf/nan: finite inputs and inf/nan outputs, or NaN outputs from inputs without NaN (inf-inf)."""
+        if self.expected or not self.bad_outputs:
+            return False
+        return not self.bad_inputs or (self.nan_outputs and not self.nan_inputs)
 
 
 @dataclass
@@ -70,17 +87,40 @@ class RankResult:
     anomaly: Optional[Anomaly]
 
 
-def _bad_positions(name: str, entry: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+def _scan(name: str, entry: Dict[str, Any], state: EntryState) -> None:
+    """Fill the non-finite positions of one entry (ignore rules applied)."""
     rule = rule_for(try_parse_entry(name))
-    bad_in: List[str] = []
-    bad_out: List[str] = []
     for role, value in entry.items():
+        is_input = role in INPUT_ROLES
         for trail, record in iter_records(value):
+            if not is_input:
+                _update_peak(state, record)
             if record_is_finite(record) or ignored(rule, role, trail):
                 continue
-            where = ".".join([role] + [str(t) for t in trail])
-            (bad_in if role in INPUT_ROLES else bad_out).append(where)
-    return bad_in, bad_out
+            (state.bad_inputs if is_input else state.bad_outputs).append(
+                ".".join([role] + [str(t) for t in trail]))
+            if has_nan(record):
+                if is_input:
+                    state.nan_inputs = True
+                else:
+                    state.nan_outputs = True
+    state.expected = literal_non_finite(entry)
+
+
+def _update_peak(state: EntryState, record: Dict[str, Any]) -> None:
+    for key in ("Max", "Min"):
+        number = stat_value(record.get(key))
+        if number is not None and math.isfinite(number) and (state.peak is None or abs(number) > state.peak):
+            state.peak = abs(number)
+
+
+def scan_entry(name: str, entry: Dict[str, Any]) -> EntryState:
+    """One entry's non-finite positions, on its own (for the online task)."""
+    parsed = try_parse_entry(name)
+    state = EntryState(0, name, [], [], 0, bool(parsed and parsed.prefix == "Distributed"),
+                       bool(parsed and parsed.is_module), is_param_grad=bool(parsed and parsed.kind == "parameters_grad"))
+    _scan(name, entry, state)
+    return state
 
 
 def entry_states(data: Dict[str, Dict[str, Any]]) -> List[EntryState]:
@@ -89,10 +129,11 @@ def entry_states(data: Dict[str, Dict[str, Any]]) -> List[EntryState]:
     collectives = 0
     for index, (name, entry) in enumerate(data.items()):
         parsed = try_parse_entry(name)
-        bad_in, bad_out = _bad_positions(name, entry)
         is_collective = bool(parsed and parsed.prefix == "Distributed")
-        states.append(EntryState(index, name, bad_in, bad_out, collectives, is_collective,
-                                 bool(parsed and parsed.is_module)))
+        state = EntryState(index, name, [], [], collectives, is_collective, bool(parsed and parsed.is_module),
+                           is_param_grad=bool(parsed and parsed.kind == "parameters_grad"))
+        _scan(name, entry, state)
+        states.append(state)
         if is_collective:
             collectives += 1
     return states
@@ -111,17 +152,22 @@ def _descend(first: EntryState, candidates: List[EntryState], construct: Dict[st
 
 def first_anomaly(states: List[EntryState], construct: Dict[str, Any]) -> Optional[Tuple[str, EntryState]]:
     """(kind, entry) of the first overflow event, or None when every tensor is finite."""
-    first_bad = next((s for s in states if s.anomalous), None)
-    if first_bad is None:
-        return None
-    candidates = [s for s in states if s.bad_outputs and not s.bad_inputs]
-    if not candidates:
-        return INHERITED, first_bad
-    chosen = _descend(candidates[0], candidates, construct)
-    # Inputs already bad before any node produced inf/nan: it entered from outside the dump.
-    if first_bad.bad_inputs and first_bad.index < chosen.index and not _inside(construct, chosen, first_bad):
-        return INHERITED, first_bad
-    return ORIGIN, chosen
+    producers = [s for s in states if s.produces]
+    # A parameter's gradient is recorded when it is accumulated, which can be before the backward node
+    # that computed it is: it is the culprit only when no computing node qualifies.
+    candidates = [s for s in producers if not s.is_param_grad] or producers
+    chosen = _descend(candidates[0], candidates, construct) if candidates else None
+    # inf/nan passing through (bad inputs and outputs) before any node created it entered from outside
+    # the dump (data, weights, unhooked code) -- unless an expected inf (a mask) came first: then it
+    # may be that mask travelling, and nothing can be concluded from it.
+    for state in states:
+        if chosen is not None and state.index >= chosen.index:
+            break
+        if state.expected:
+            break
+        if state.bad_inputs and state.bad_outputs and not (chosen and _inside(construct, chosen, state)):
+            return INHERITED, state
+    return (ORIGIN, chosen) if chosen is not None else None
 
 
 def _inside(construct: Dict[str, Any], node: EntryState, module: EntryState) -> bool:

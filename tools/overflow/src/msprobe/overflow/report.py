@@ -66,6 +66,8 @@ def _brief(state: EntryState) -> str:
         flags.append("inf/nan in " + ", ".join(state.bad_inputs[:3]))
     if state.bad_outputs:
         flags.append("inf/nan out " + ", ".join(state.bad_outputs[:3]))
+    if state.peak is not None:
+        flags.append(f"outputs |max|={state.peak:.6g}")
     return f"{state.name}" + (f"  ({'; '.join(flags)})" if flags else "")
 
 

@@ -6,10 +6,12 @@ positions below are the tensor arguments to ignore, by top-level index or keywor
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 from msprobe.schema import EntryName
+from msprobe.schema.dump import stat_value
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,33 @@ def rule_for(parsed: Optional[EntryName]) -> Optional[IgnoreRule]:
     if parsed.prefix in _CREATION_PREFIXES:
         return _CREATION.get(parsed.name.rsplit(".", 1)[-1])
     return None
+
+
+def literal_non_finite(entry: Dict[str, Any]) -> bool:
+    """An input given as a plain number that is itself inf/nan (``masked_fill(mask, -inf)``, ``full(.., inf)``):
+    the caller asked for inf/nan, so inf/nan outputs are expected (attention masks)."""
+    return any(_literal_in(entry.get(role)) for role in ("input_args", "input_kwargs", "input"))
+
+
+def _literal_in(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_literal_in(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    if value.get("type") in ("float", "int") and "value" in value:
+        number = stat_value(value["value"])
+        return number is not None and not math.isfinite(number)
+    return any(_literal_in(item) for key, item in value.items() if isinstance(item, (dict, list)))
+
+
+def has_nan(record: Dict[str, Any]) -> bool:
+    """NaN (not just inf) in the tensor: max/min propagate NaN in torch, MindSpore and numpy."""
+    return any(_is_nan(record.get(key)) for key in ("Max", "Min"))
+
+
+def _is_nan(value: Any) -> bool:
+    number = stat_value(value)
+    return number is not None and math.isnan(number)
 
 
 def ignored(rule: Optional[IgnoreRule], role: str, trail: Tuple) -> bool:

@@ -6,8 +6,9 @@ PEP 503 normalisation (libraries).
 """
 from __future__ import annotations
 
+import math
 import re
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 # name -> (why it matters, value that means "unset")
 NUMERIC_ENV: Dict[str, Tuple[str, Optional[str]]] = {
@@ -142,3 +143,27 @@ def canonical_hyper(leaf: str) -> str:
         if key == canonical or key in aliases:
             return canonical
     return key
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """'1e-4' (shell) equals 0.0001 (yaml); 'true' equals True; lists element by element."""
+    if a == b and type(a) == type(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, (list, dict)) or isinstance(b, (list, dict)):
+        return False
+    sa, sb = _text(a), _text(b)
+    if sa == sb:
+        return True
+    try:
+        fa, fb = float(sa), float(sb)
+    except ValueError:
+        return False
+    return fa == fb or (math.isnan(fa) and math.isnan(fb))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool) or str(value).lower() in ("true", "false"):
+        return str(value).lower()
+    return str(value).strip()

@@ -202,6 +202,9 @@ def write_zip(path: Path, entries: Dict[str, bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a pack is a normal user file
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
             for name in sorted(entries):
@@ -211,3 +214,38 @@ def write_zip(path: Path, entries: Dict[str, bytes]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@dataclass
+class ItemResult:
+    """One compared item: a summary row and a sheet."""
+
+    name: str
+    """Sheet name, one of ITEMS."""
+    rows: list = field(default_factory=list)
+    """Tuples in the order of COLUMNS[name]; the 'level' column grades each row."""
+    note: str = ""
+    """Why the item could not be compared fully (e.g. not collected in one pack)."""
+    note_level: str = PASS
+    """Level the note alone implies."""
+    counted: str = ""
+    """Row counts for the summary when the sheet shows fewer rows than were compared."""
+
+    @property
+    def level(self) -> str:
+        position = COLUMNS[self.name].index("level")
+        levels = {row[position] for row in self.rows} | {self.note_level}
+        return ERROR if ERROR in levels else WARNING if WARNING in levels else PASS
+
+    @property
+    def detail(self) -> str:
+        position = COLUMNS[self.name].index("level")
+        counts: Dict[str, int] = {}
+        for row in self.rows:
+            counts[row[position]] = counts.get(row[position], 0) + 1
+        parts = [f"{counts[level]} {level}" for level in (ERROR, WARNING, INFO, PASS) if counts.get(level)]
+        if self.counted:
+            parts = [self.counted]
+        if self.note:
+            parts.insert(0, self.note)
+        return ", ".join(parts) if parts else "identical"

@@ -1,0 +1,65 @@
+"""Every command tools/ckpt_compare/README.md shows is run here, in the order shown; the demo part alone too."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "tools" / "ckpt_compare" / "README.md"
+BIN = Path(sys.executable).parent
+
+
+def _blocks(kind: str):
+    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(), re.DOTALL)
+
+
+def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    words = shlex.split(command)
+    if words[0] == "pip":
+        words = [sys.executable, "-m", "pip"] + words[1:]
+    else:
+        words = [sys.executable if words[0] == "python" else str(BIN / words[0])] + words[1:]
+    done = subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
+@pytest.mark.slow
+def test_readme_commands(tmp_path):
+    commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
+    assert len(commands) == 5
+    install, demo, compare, mindspore, bench = commands
+    _run(install, REPO)
+    _run(demo, tmp_path)
+    (shown,) = _blocks("text")  # the printed summary the README quotes
+    out = _run(compare, tmp_path).stdout
+    for line in shown.strip().splitlines():
+        if "..." not in line:
+            assert line in out, (line, out)
+    data = json.loads((tmp_path / "tp1_vs_tp2pp2.json").read_text())
+    assert len(data) == 27 and data["decoder.layers.0.input_layernorm.weight"]["cos"] == 1.0
+    _run(mindspore, tmp_path)
+    assert json.loads((tmp_path / "ckpt_similarity.json").read_text()) == data  # default -o
+    report = _run(bench, REPO).stdout
+    assert re.search(r"cold: cat .* read ratio \d+\.\d+; peak RSS \d+ MiB = \d+\.\d+x largest parameter", report)
+
+
+def test_demo_part_alone(tmp_path):
+    from msprobe.ckpt_compare.demo import run
+    from msprobe.cli.demo import DemoContext
+    said = []
+    context = DemoContext(out_dir=tmp_path, framework=None)
+    context.say = said.append
+    result = run(context)
+    data = json.loads(result.read_text())
+    assert run.order == 50 and len(data) == 27
+    changed = data["decoder.layers.2.mlp.linear_fc1.weight"]
+    assert changed["l2"] > 0 and changed["cos"] < 1
+    assert all(e["l2"] == 0.0 for n, e in data.items() if n != "decoder.layers.2.mlp.linear_fc1.weight")
+    assert any(line.startswith("worst cos: ") for line in said)

@@ -1,0 +1,34 @@
+"""Every command tools/config_check/README.md shows is run here, in the order shown."""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from conftest import BIN, HERE, clean_env, summary
+
+README = HERE.parents[1] / "tools" / "config_check" / "README.md"
+
+
+def _blocks(kind: str):
+    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(), re.DOTALL)
+
+
+@pytest.mark.slow
+def test_readme_commands(tmp_path):
+    (tmp_path / "train.sh").write_text("torchrun --nproc_per_node 2 train.py --lr 0.1 --bf16 --train-iters 3\n")
+    (tmp_path / "config.yaml").write_text("training:\n  lr: 0.1\n  seed: 1234\n")
+    (python_block,) = _blocks("python")
+    (tmp_path / "train.py").write_text(python_block)
+    commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
+    assert len(commands) == 5
+    for command in commands:
+        words = shlex.split(command)
+        done = subprocess.run([str(BIN / words[0])] + words[1:], cwd=tmp_path, env=clean_env(),
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+    assert summary(tmp_path / "config_check_result")["weights"] == "error"  # collected on one side only
+    assert set(summary(tmp_path / "ci_result").values()) == {"pass", "warning"}
+    assert (tmp_path / "demo_out" / "config_check" / "config_check_result" / "result.xlsx").is_file()

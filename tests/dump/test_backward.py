@@ -1,0 +1,112 @@
+"""API and module backward entries line up with the forward call (checked against torch.autograd.grad)."""
+from __future__ import annotations
+
+import json
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from conftest import assert_stats_match, numpy_stats
+from msprobe.pytorch import PrecisionDebugger
+
+
+def _data(dump_dir, step=0):
+    return json.loads((dump_dir / f"step{step}" / "rank" / "dump.json").read_text())["data"]
+
+
+def _check(record, tensor, where):
+    assert record["shape"] == list(tensor.shape), where
+    assert_stats_match(record, numpy_stats(tensor.detach().numpy()), where)
+
+
+def test_linear_on_3d_input_gets_one_gradient_per_argument(dump_dir):
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    w = torch.randn(5, 4, requires_grad=True)
+    b = torch.randn(5, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    y = F.linear(x, w, b)
+    loss = (y * y).sum()
+    loss.backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+
+    y_ref = F.linear(x, w, b)
+    gy = 2 * y_ref.detach()
+    gx, gw, gb = torch.autograd.grad(y_ref, (x, w, b), gy)
+    entry = _data(dump_dir)["Functional.linear.0.backward"]
+    assert len(entry["input"]) == 1 and len(entry["output"]) == 3
+    _check(entry["input"][0], gy, "backward.input[0]")
+    _check(entry["output"][0], gx, "backward.output[0] (x)")
+    _check(entry["output"][1], gw, "backward.output[1] (weight)")
+    _check(entry["output"][2], gb, "backward.output[2] (bias)")
+
+
+def test_null_for_arguments_without_gradient_and_argument_order(dump_dir):
+    x = torch.randn(3, 4)  # no grad
+    w = torch.randn(4, 2, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    out = torch.matmul(x, w)
+    out.sum().backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    entry = _data(dump_dir)["Torch.matmul.0.backward"]
+    assert entry["output"][0] is None
+    (gw,) = torch.autograd.grad(torch.matmul(x, w), (w,), torch.ones(3, 2))
+    _check(entry["output"][1], gw, "grad w")
+
+
+def test_a_tensor_used_twice_gets_each_calls_own_gradient(dump_dir):
+    x = torch.randn(6, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    a = torch.sin(x)
+    b = torch.exp(x)
+    (a * 3 + b).sum().backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir)
+    _check(data["Torch.sin.0.backward"]["output"][0], 3 * torch.cos(x), "sin")
+    _check(data["Torch.exp.0.backward"]["output"][0], torch.exp(x), "exp")
+
+
+def test_module_backward_and_parameter_gradients(dump_dir):
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    x = torch.randn(5, 4, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    debugger.start(model)
+    model(x).pow(2).sum().backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir)
+    h = model[0](x)
+    out = model[2](model[1](h))
+    gout = 2 * out.detach()
+    gh, gx, gw0 = torch.autograd.grad(out, (h, x, model[0].weight), gout)
+    first = data["Module.0.Linear.backward.0"]
+    _check(first["input"][0], gh, "grad w.r.t. Linear0 output")
+    _check(first["output"][0], gx, "grad w.r.t. Linear0 input")
+    _check(data["Module.0.Linear.parameters_grad"]["weight"][0], gw0, "weight grad")
+    _check(data["Module.2.Linear.backward.0"]["input"][0], gout, "grad w.r.t. model output")
+    assert json.loads((dump_dir / "step0" / "rank" / "construct.json").read_text())["Module.2.Linear.backward.0"] is None
+
+
+def test_stop_before_backward_then_step_records_backward(dump_dir):
+    x = torch.randn(3, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    y = torch.tanh(x)
+    debugger.stop()
+    y.sum().backward()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir)
+    assert "Torch.tanh.0.forward" in data and "Torch.tanh.0.backward" in data

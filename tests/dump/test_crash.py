@@ -1,0 +1,47 @@
+"""A process killed with SIGKILL keeps every entry recorded before the kill."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from msprobe.schema import find_rank_dirs
+
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys, torch
+    from msprobe.pytorch import PrecisionDebugger
+    debugger = PrecisionDebugger(task=sys.argv[2], level="L1", dump_path=sys.argv[1])
+    debugger.start()
+    x = torch.ones(3, requires_grad=True)
+    for i in range(50):
+        x = torch.sin(x) * 1.5
+    print("recorded", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+@pytest.mark.parametrize("task", ["statistics", "tensor"])
+def test_sigkill_keeps_entries(tmp_path, task):
+    script = tmp_path / "killed.py"
+    script.write_text(SCRIPT)
+    dump = tmp_path / "dump"
+    done = subprocess.run([sys.executable, str(script), str(dump), task], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert "recorded" in done.stdout
+    (rank,) = find_rank_dirs(dump)
+    assert rank.interrupted and not (rank.path / "dump.json").exists()
+    files = rank.load()
+    assert files.dump.recovered and files.dump.framework == "pytorch"
+    names = list(files.dump.data)
+    assert [f"Torch.sin.{i}.forward" for i in range(50)] == [n for n in names if n.startswith("Torch.sin")]
+    assert len([n for n in names if n.startswith("Tensor.mul.")]) == 50
+    inspect = subprocess.run([os.path.join(os.path.dirname(sys.executable), "msprobe"), "inspect", str(dump),
+                              "--json"], capture_output=True, text=True)
+    assert inspect.returncode == 0, inspect.stderr
+    summary = json.loads(inspect.stdout)
+    assert summary[0]["entries"] == 100 and summary[0]["recovered"] is True

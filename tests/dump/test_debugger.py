@@ -1,0 +1,164 @@
+"""PrecisionDebugger controls: save, several debuggers, class-level calls, filters, tasks, seed_all."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from conftest import assert_stats_match, numpy_stats
+from msprobe.dump import TaskPolicy
+from msprobe.pytorch import PrecisionDebugger, seed_all
+from msprobe.schema import MsprobeError, record_is_finite
+
+
+def _data(dump_dir, step=0):
+    return json.loads((dump_dir / f"step{step}" / "rank" / "dump.json").read_text())["data"]
+
+
+def _one_step(debugger, body, model=None):
+    debugger.start(model)
+    body()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+
+
+def test_save_variables_and_their_gradients(dump_dir):
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    x = torch.randn(4, requires_grad=True)
+
+    def body():
+        y = x * 2
+        debugger.save({"y": y, "n": 3, "f": 0.5, "s": "hi", "l": [1, (2.0,)]}, "state")
+        debugger.save(y, "y")
+        y.pow(2).sum().backward()
+    _one_step(debugger, body)
+    data = _data(dump_dir)
+    saved = data["Debug.state.0.forward"]["data"]
+    assert saved["n"] == {"type": "int", "value": 3} and saved["s"] == {"type": "str", "value": "hi"}
+    assert saved["l"] == [{"type": "int", "value": 1}, [{"type": "float", "value": 2.0}]]
+    assert_stats_match(saved["y"], numpy_stats((x * 2).detach().numpy()), "y")
+    assert_stats_match(data["Debug.y.0.backward"]["data"], numpy_stats((4 * x * 2).detach().numpy() / 2), "grad y")
+    with pytest.raises(MsprobeError, match="argument 'variable'"):
+        debugger.save(object(), "bad")
+
+
+def test_second_debugger_takes_effect_and_overlap_is_an_error(tmp_path):
+    first = PrecisionDebugger(task="statistics", level="L1", dump_path=str(tmp_path / "a"))
+    second = PrecisionDebugger(task="tensor", level="L1", dump_path=str(tmp_path / "b"))
+    _one_step(first, lambda: torch.cos(torch.ones(2)))
+    _one_step(second, lambda: torch.cos(torch.ones(2)))
+    assert "Torch.cos.0.forward" in _data(tmp_path / "a")
+    assert (tmp_path / "b" / "step0" / "rank" / "dump_tensor_data").is_dir()
+    first.start()
+    with pytest.raises(MsprobeError, match="another PrecisionDebugger"):
+        second.start()
+    first.stop()
+
+
+def test_class_level_calls_use_the_latest_debugger(dump_dir):
+    PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    PrecisionDebugger.start()
+    torch.exp(torch.zeros(1))
+    PrecisionDebugger.stop()
+    PrecisionDebugger.step()
+    PrecisionDebugger.flush()
+    assert "Torch.exp.0.forward" in _data(dump_dir)
+
+
+def test_forward_backward_dump_end_warns_and_stops(dump_dir):
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    torch.exp(torch.zeros(1))
+    with pytest.warns(DeprecationWarning, match="use stop"):
+        debugger.forward_backward_dump_end()
+    torch.exp(torch.zeros(1))  # not recorded: stopped
+    debugger.step()
+    debugger.flush()
+    assert [n for n in _data(dump_dir) if "exp" in n] == ["Torch.exp.0.forward"]
+
+
+def test_step_filter(dump_dir):
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir), step=[1])
+    for _ in range(3):
+        _one_step(debugger, lambda: torch.exp(torch.zeros(1)))
+    assert sorted(p.name for p in dump_dir.iterdir()) == ["step1"]
+
+
+def _config(tmp_path, dump_dir, **block):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(dump_dir),
+                                "statistics": block}))
+    return str(path)
+
+
+def test_list_scope_and_data_mode_filters(tmp_path, dump_dir):
+    def body():
+        x = torch.ones(3, requires_grad=True)
+        torch.tanh(torch.sin(x)).sum().backward()
+        torch.cos(x)
+
+    _one_step(PrecisionDebugger(config_path=_config(tmp_path, dump_dir / "list", list=["sin"])), body)
+    assert sorted(_data(dump_dir / "list")) == ["Torch.sin.0.backward", "Torch.sin.0.forward"]
+    scope = ["Torch.sin.0.forward", "Torch.tanh.0.forward"]
+    _one_step(PrecisionDebugger(config_path=_config(tmp_path, dump_dir / "range", scope=scope)), body)
+    assert sorted(_data(dump_dir / "range")) == ["Torch.sin.0.backward", "Torch.sin.0.forward",
+                                                 "Torch.tanh.0.backward", "Torch.tanh.0.forward"]
+    _one_step(PrecisionDebugger(config_path=_config(tmp_path, dump_dir / "fi", data_mode=["forward", "input"])), body)
+    data = _data(dump_dir / "fi")
+    assert data and all(n.endswith(".forward") for n in data)
+    assert all(entry["output"] == [] and entry["input_args"] for entry in data.values())
+
+
+def test_custom_task_keeps_entries_and_stops(tmp_path, dump_dir):
+    class NonFinite(TaskPolicy):
+        def __init__(self, config):
+            self.found = 0
+
+        def keep(self, name, entry):
+            bad = any(not record_is_finite(r) for r in _records(entry))
+            self.found += bad
+            return bad
+
+        def finished(self):
+            return self.found >= 2
+
+    def _records(entry):
+        from msprobe.schema import iter_records
+        return [r for _, r in iter_records(entry)]
+
+    debugger = PrecisionDebugger(task="overflow_check", level="L1", dump_path=str(dump_dir),
+                                 tasks={"overflow_check": NonFinite})
+
+    def body():
+        x = torch.tensor([1.0, 0.0])
+        torch.log(x)     # -inf: kept
+        torch.exp(x)     # finite: dropped
+        torch.log(x)     # kept, second: finished
+        torch.log(x)     # not recorded any more
+    _one_step(debugger, body)
+    assert list(_data(dump_dir)) == ["Torch.log.0.forward", "Torch.log.1.forward"]
+    assert _data(dump_dir)["Torch.log.0.forward"]["output"][0]["Min"] == float("-inf")
+
+
+def test_seed_all(monkeypatch):
+    import os
+    import random
+
+    seed_all(7, mode=True, rm_dropout=True)
+    try:
+        a = (random.random(), np.random.rand(), torch.rand(1).item())
+        seed_all(7, mode=True)
+        assert a == (random.random(), np.random.rand(), torch.rand(1).item())
+        assert os.environ["PYTHONHASHSEED"] == "7" and torch.are_deterministic_algorithms_enabled()
+        x = torch.ones(100)
+        assert torch.equal(nn.Dropout(0.5)(x), x) and torch.equal(F.dropout(x, 0.9, training=True), x)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    with pytest.raises(MsprobeError, match="'seed'"):
+        seed_all("1")

@@ -1,0 +1,85 @@
+"""Every command tools/dump/README.md shows is run here; `msprobe demo` dumps its model."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from msprobe.schema import find_rank_dirs
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "tools" / "dump" / "README.md"
+BIN = Path(sys.executable).parent
+
+
+def _blocks(language):
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def _commands():
+    return [line.strip() for block in _blocks("bash") for line in block.splitlines() if line.strip()]
+
+
+def _argv(command):
+    argv = shlex.split(command)
+    if argv[0] == "python":
+        argv[0] = sys.executable
+    elif argv[0] in ("pip", "msprobe"):
+        argv = [sys.executable, "-m", "pip"] + argv[1:] if argv[0] == "pip" else [str(BIN / "msprobe")] + argv[1:]
+    return argv
+
+
+def _run(argv, cwd, timeout=600):
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert done.returncode == 0, f"{argv}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def test_readme_python_example_then_inspect(tmp_path):
+    (example,) = _blocks("python")
+    (tmp_path / "example.py").write_text(example)
+    _run([sys.executable, "example.py"], tmp_path)
+    ranks = find_rank_dirs(tmp_path / "dump_path")
+    assert [r.step for r in ranks] == [0, 1] and all(not r.interrupted for r in ranks)
+    inspect = [c for c in _commands() if c.startswith("msprobe inspect")]
+    assert inspect
+    out = _run(_argv(inspect[0]), tmp_path)
+    assert "steps: 0, 1" in out and "framework: pytorch" in out
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(c, marks=[pytest.mark.slow] if c.startswith("msprobe demo") else [])  # runs every tool's part
+    for c in _commands() if not c.startswith(("msprobe inspect", "python bench"))])
+def test_readme_command(tmp_path, command):
+    # repository-relative commands run from the repository root; the demo writes under tmp_path
+    if command.startswith("msprobe demo"):
+        out = _run(_argv(command), tmp_path)
+        assert "[dump]" in out
+        dump = tmp_path / "msprobe_demo" / "dump"
+        assert [(r.step, r.label) for r in find_rank_dirs(dump)] == [(0, "rank"), (1, "rank"), (2, "rank")]
+        return
+    _run(_argv(command), REPO)
+
+
+@pytest.mark.slow
+def test_readme_bench_command():
+    (command,) = [c for c in _commands() if c.startswith("python bench")]
+    out = _run(_argv(command), REPO, timeout=1200)
+    assert "statistics L1" in out and "tensor L1" in out
+
+
+def test_demo_part_returns_the_dump_path(tmp_path):
+    from msprobe.cli.demo import DemoContext
+    from msprobe.pytorch.demo import run
+
+    ctx = DemoContext(out_dir=tmp_path, framework=None)
+    path = run(ctx)
+    assert path == str(tmp_path / "dump") and run.order == 10
+    data = find_rank_dirs(path)[0].load().dump.data
+    assert any(n.startswith("Module.") for n in data) and any(n.startswith("Functional.") for n in data)

@@ -1,0 +1,99 @@
+"""PyTorch-style code on MindSpore through MSAdapter 0.1.0 + MindSpore 2.0.0 (Python 3.9 rootfs, chroot):
+doc 29's example and scenarios run there; every file is checked here on the host."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support import msadapter_env as mae
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mindspore"))
+from ms_dump_checks import check_dump_against_npy, entries, grad_array, inspect_ok, names  # noqa: E402
+
+pytestmark = pytest.mark.msadapter
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+@pytest.fixture(scope="module")
+def py39():
+    reason = mae.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    mae.ensure_rootfs()
+    env = {"PYTHONPATH": mae.repo_pythonpath(["shared", "tools/dump"])}
+
+    def run(args, cwd):
+        done = mae.run_py39([str(a) for a in args], cwd=cwd, env=env, timeout=600)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return done.stdout
+    return run
+
+
+def test_doc_example_runs_and_writes_the_documented_tree(py39, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"task": "tensor", "dump_path": "./dump_path",
+                                                      "level": "mix"}))
+    py39([SCRIPTS / "doc_example.py"], tmp_path)
+    dump = tmp_path / "dump_path"
+    for step in range(3):
+        rank = dump / f"step{step}" / "rank"
+        assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "dump_tensor_data",
+                                                          "stack.json"]
+    doc = json.loads((dump / "step0" / "rank" / "dump.json").read_text())
+    assert doc["framework"] == "mindtorch"
+    data = doc["data"]
+    for name in ("Module.linear1.Linear.forward.0", "Module.linear1.Linear.backward.0",
+                 "Functional.linear.0.forward", "Functional.linear.0.backward", "Functional.relu.0.forward",
+                 "Functional.relu.0.backward"):
+        assert name in data, name
+    record = data["Module.linear1.Linear.forward.0"]["input_args"][0]
+    assert record["type"] == "mindspore.Tensor" and record["dtype"] == "Float32"
+    files = set(p.name for p in (dump / "step0" / "rank" / "dump_tensor_data").iterdir())
+    assert "Module.linear1.Linear.forward.0.parameters.weight.npy" in files
+    assert "Functional.linear.0.backward.output.0.npy" in files
+    assert check_dump_against_npy(dump) == 84
+    inspect_ok(dump)
+
+
+def test_mix_backward_equals_value_and_grad(py39, tmp_path):
+    dump = tmp_path / "d"
+    py39([SCRIPTS / "scenarios.py", "mix", dump], tmp_path)
+    expected = np.load(dump / "expected.npz")
+    for step in range(2):
+        data = entries(dump, step)
+        assert "Torch.matmul.0.forward" in data and "Tensor.permute.1.backward" in data
+        assert "Primitive.Mul.0.forward" in data
+        assert "Tensor.__add__.0.backward" in data and "Tensor.__mul__.0.forward" in data
+        first = data["Module.linear1.Linear.backward.0"]
+        np.testing.assert_allclose(grad_array(dump, first, "output", 0, step), expected[f"grad{step}"], rtol=1e-5)
+        linear = data["Functional.linear.0.backward"]
+        np.testing.assert_allclose(grad_array(dump, linear, "output", 0, step), expected[f"grad{step}"], rtol=1e-5)
+    assert check_dump_against_npy(dump) > 80
+    inspect_ok(dump)
+
+
+def test_l1_primitives_only_with_model(py39, tmp_path):
+    py39([SCRIPTS / "scenarios.py", "l1_no_model", tmp_path / "a"], tmp_path)
+    py39([SCRIPTS / "scenarios.py", "l1_model", tmp_path / "b"], tmp_path)
+    without, with_model = names(tmp_path / "a"), names(tmp_path / "b")
+    assert "Functional.relu.0.forward" in without and not any(n.startswith("Primitive.") for n in without)
+    assert "Primitive.Mul.0.forward" in with_model and "Primitive.Mul.0.backward" in with_model
+    assert not any(n.startswith("Module.") for n in without + with_model)
+
+
+def test_user_api_list(py39, tmp_path):
+    (tmp_path / "run").mkdir()
+    py39([SCRIPTS / "scenarios.py", "api_list", tmp_path / "run" / "d"], tmp_path)
+    assert sorted(names(tmp_path / "run" / "d")) == sorted([
+        "Functional.relu.0.forward", "Functional.relu.0.backward", "Tensor.permute.0.forward",
+        "Tensor.permute.0.backward", "Tensor.permute.1.forward", "Tensor.permute.1.backward"])
+
+
+def test_seed_all_on_mindspore_2_0(py39, tmp_path):
+    out = py39([SCRIPTS / "scenarios.py", "seed", tmp_path / "x"], tmp_path)
+    result = json.loads([l for l in out.splitlines() if l.startswith("RESULT")][0][len("RESULT"):])
+    assert result == {"numpy": pytest.approx(np.random.RandomState(42).rand()), "ops.Dropout": True,
+                      "torch.nn.Dropout": True, "F.dropout": True}

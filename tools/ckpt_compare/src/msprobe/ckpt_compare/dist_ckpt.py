@@ -1,0 +1,94 @@
+"""Megatron ``torch_dist`` (torch.distributed.checkpoint) directories → logical parameters, without torch.
+
+``.metadata`` (a pickle of dataclasses, read through the allow-list) gives every tensor's global shape
+and its chunks; each chunk is a small ``torch.save`` blob at (offset, length) inside a ``__R_N.distcp``
+file. mcore stacks layers on a leading axis (``decoder.layers.mlp.linear_fc1.weight`` is [L, ...]); we
+unstack it into ``decoder.layers.N...``. Chunks are already in logical order (Megatron's swiglu factory
+stores gate and up halves separately), so no TP rule is needed here.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from msprobe.schema.errors import MsprobeError
+
+from . import names
+from .model import Checkpoint, Param, Piece, check_tiling, index0, require_contiguous
+from .ptfile import TensorRef, load_pt, unpickle_bytes
+
+_SKIP = re.compile(r"^(optimizer\.|rng_state|rerun_state)|/shard_|_extra_state")
+_STACKED = re.compile(r"^decoder\.layers\.(?!\d)")
+
+
+def read(path: Path) -> Checkpoint:
+    meta_file = path / ".metadata"
+    meta = unpickle_bytes(meta_file.read_bytes(), meta_file)
+    tensors = getattr(meta, "state_dict_metadata", None)
+    storage = getattr(meta, "storage_data", None)
+    if not isinstance(tensors, dict) or not isinstance(storage, dict):
+        raise MsprobeError(f"{meta_file}: not a torch.distributed.checkpoint metadata file")
+    where = {(getattr(info_key, "fqn", None), tuple(getattr(info_key, "offset", None) or ())): info for info_key, info in storage.items()}
+    args = _common_args(path)
+    params: Dict[str, Param] = {}
+    for key, entry in tensors.items():
+        if _SKIP.search(key) or not hasattr(entry, "chunks") or not hasattr(entry, "size"):
+            continue
+        size = tuple(entry.size)
+        chunks = [(tuple(c.offsets), _chunk(path, key, tuple(c.offsets), tuple(c.sizes), where)) for c in entry.chunks]
+        base, logical = _logical_name(key)
+        if _STACKED.match(key):
+            for layer in range(size[0]):
+                pieces = [Piece(index0(ref, layer - off[0]), off[1:]) for off, ref in chunks
+                          if off[0] <= layer < off[0] + ref.shape[0]]
+                _add(params, names.normalise(f"decoder.layers.{layer}.{base}"), size[1:], pieces, logical)
+        else:
+            _add(params, names.normalise(base), size, [Piece(ref, off) for off, ref in chunks], logical)
+    for param in params.values():
+        check_tiling(param)
+    tp = getattr(args, "tensor_model_parallel_size", "?") if args is not None else "?"
+    pp = getattr(args, "pipeline_model_parallel_size", "?") if args is not None else "?"
+    return Checkpoint(path, "torch_dist", f"torch_dist (saved with TP{tp} PP{pp})", params, args)
+
+
+def _logical_name(key: str) -> Tuple[str, int]:
+    """Strip the stacking prefix; ``_w``/``_v`` (swiglu halves saved as two keys) map to one fc1 tensor."""
+    base = key[len("decoder.layers."):] if _STACKED.match(key) else key
+    if base.endswith(("linear_fc1.weight_w", "linear_fc1.weight_v")):
+        return base[:-2], 0 if base.endswith("_w") else 1
+    return base, -1
+
+
+def _add(params: Dict[str, Param], name: str, shape: Tuple[int, ...], pieces: List[Piece], half: int) -> None:
+    if not pieces:
+        return
+    if half < 0:
+        params[name] = Param(name, tuple(shape), pieces[0].ref.dtype, pieces)
+        return
+    # gate (_w) rows first, up (_v) rows after them; both halves have the same shape.
+    param = params.setdefault(name, Param(name, (0,) + tuple(shape[1:]), pieces[0].ref.dtype, []))
+    offset = shape[0] if half == 1 else 0
+    param.pieces.extend(Piece(p.ref, (p.start[0] + offset,) + p.start[1:]) for p in pieces)
+    param.shape = (param.shape[0] + shape[0],) + tuple(shape[1:])
+
+
+def _chunk(path: Path, key: str, offsets: Tuple[int, ...], sizes: Tuple[int, ...], where) -> TensorRef:
+    info = where.get((key, offsets))
+    if info is None:
+        raise MsprobeError(f"{path / '.metadata'}: no storage entry for chunk {list(offsets)} of '{key}'")
+    file = path / info.relative_path
+    if not file.is_file():
+        raise MsprobeError(f"{file}: missing distributed checkpoint file (named by .metadata)")
+    ref = load_pt(file, int(info.offset), int(info.length))
+    if not isinstance(ref, TensorRef) or tuple(ref.shape) != sizes:
+        raise MsprobeError(f"{file}: chunk {list(offsets)} of '{key}' is not a tensor of shape {list(sizes)}")
+    return require_contiguous(ref, key)
+
+
+def _common_args(path: Path) -> Any:
+    common = path / "common.pt"
+    if not common.is_file():
+        return None
+    state = load_pt(common)
+    return state.get("args") if isinstance(state, dict) else None

@@ -1,0 +1,168 @@
+"""Megatron-LM / MindSpeed ``mp_rank_XX[_YYY][_ZZZ]/model_optim_rng.pt`` checkpoints → logical parameters.
+
+The parallel layout comes from the checkpoint's own ``args`` and folder names: TP rank, PP rank and
+EP rank of every file, VPP chunks (``model0``, ``model1``...), layer offsets counted from the layers each
+stage actually holds (so uneven pipeline splits need no formula), local → global expert numbers.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from msprobe.schema.errors import MsprobeError
+
+from . import names
+from .locate import RANK_DIR
+from .model import Checkpoint, Param, Piece, check_tiling, require_contiguous, rows_of, whole
+from .ptfile import TensorRef, load_pt
+
+FILES = ("model_optim_rng.pt", "model_rng.pt")
+Rank = Tuple[int, int, int]  # (tp, pp, ep)
+
+
+def read(path: Path) -> Checkpoint:
+    folders = sorted(p for p in path.iterdir() if p.is_dir() and RANK_DIR.match(p.name))
+    files = {p.name: _model_file(p) for p in folders}
+    first = load_pt(files[folders[0].name])
+    args = first.get("args") if isinstance(first, dict) else None
+    tp, pp, ep = _sizes(args)
+    ranks = {_rank(name, args, pp, ep, files[name]): files[name] for name in files}
+    tp = max(tp, 1 + max(r[0] for r in ranks))
+    pp = max(pp, 1 + max(r[1] for r in ranks))
+    ep = max(ep, 1 + max(r[2] for r in ranks))
+    for rank in ((t, p, e) for t in range(tp) for p in range(pp) for e in range(ep)):
+        if rank not in ranks:
+            raise MsprobeError(f"{path}: missing shard {_folder(rank, pp, ep)}/model_optim_rng.pt "
+                               f"(layout TP{tp} PP{pp} EP{ep})")
+    states = {rank: (first if file == files[folders[0].name] else load_pt(file)) for rank, file in ranks.items()}
+    chunks = _chunks(states, ranks)
+    offsets = _layer_offsets(chunks, pp)
+    grouped: Dict[str, Dict[Tuple[int, int], TensorRef]] = defaultdict(dict)
+    n_local = _local_experts(chunks, args, ep)
+    for (t, p, e, v), flat in chunks.items():
+        for local_name, ref in flat.items():
+            name = local_name
+            layer = names.local_layer(name)
+            if layer is not None:
+                name = names.with_layer(name, offsets[(v, p)] + layer)
+            expert = names.local_expert(name)
+            if expert is not None:
+                name = names.with_expert(name, e * n_local + expert)
+            grouped[name][(t, e)] = ref
+    params = {n: _merge(n, shards, args, tp) for n, shards in grouped.items()}
+    vpp = 1 + max(v for (_t, _p, _e, v) in chunks)
+    layout = f"TP{tp} PP{pp} EP{ep} VPP{vpp}"
+    return Checkpoint(path, "megatron", layout, params, args)
+
+
+def _model_file(folder: Path) -> Path:
+    for name in FILES:
+        if (folder / name).is_file():
+            return folder / name
+    raise MsprobeError(f"{folder / FILES[0]}: missing shard file")
+
+
+def _sizes(args: Any) -> Tuple[int, int, int]:
+    get = (lambda key: int(getattr(args, key, 1) or 1)) if args is not None else (lambda key: 1)
+    return get("tensor_model_parallel_size"), get("pipeline_model_parallel_size"), get("expert_model_parallel_size")
+
+
+def _rank(folder: str, args: Any, pp: int, ep: int, file: Path) -> Rank:
+    parts = [int(x) for x in RANK_DIR.match(folder).groups() if x is not None]
+    if len(parts) == 1:
+        return parts[0], 0, 0
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    # mp_rank_XX_YYY: YYY is the pipeline rank, or the expert rank when there is no pipeline parallelism.
+    if args is None:
+        raise MsprobeError(f"{file}: folder {folder} is ambiguous (PP or EP rank) and the checkpoint has no 'args'")
+    if pp > 1 and ep > 1:
+        raise MsprobeError(f"{file}: folder {folder} lacks the expert rank although args say PP{pp} EP{ep}")
+    return (parts[0], 0, parts[1]) if ep > 1 else (parts[0], parts[1], 0)
+
+
+def _folder(rank: Rank, pp: int, ep: int) -> str:
+    name = f"mp_rank_{rank[0]:02d}"
+    if pp > 1:
+        name += f"_{rank[1]:03d}"
+    if ep > 1:
+        name += f"_{rank[2]:03d}"
+    return name
+
+
+def _chunks(states: Dict[Rank, Any], files: Dict[Rank, Path]) -> Dict[Tuple[int, int, int, int], Dict[str, TensorRef]]:
+    """(tp, pp, ep, vpp chunk) → {normalised local name: tensor}."""
+    out = {}
+    for rank, state in states.items():
+        if not isinstance(state, dict):
+            raise MsprobeError(f"{files[rank]}: expected a dict with 'model', got {type(state).__name__}")
+        keys = sorted((k for k in state if k == "model" or (k.startswith("model") and k[5:].isdigit())),
+                      key=lambda k: int(k[5:] or 0))
+        if not keys:
+            raise MsprobeError(f"{files[rank]}: field 'model' missing (not a Megatron checkpoint)")
+        for key in keys:
+            flat: Dict[str, TensorRef] = {}
+            _flatten(state[key], "", flat)
+            out[rank + (int(key[5:] or 0),)] = {names.normalise(k): v for k, v in flat.items() if not names.skipped(k)}
+    return out
+
+
+def _flatten(tree: Any, prefix: str, out: Dict[str, TensorRef]) -> None:
+    if isinstance(tree, TensorRef):
+        out[prefix] = tree
+    elif isinstance(tree, dict):
+        for key, value in tree.items():
+            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out)
+
+
+def _layer_offsets(chunks, pp: int) -> Dict[Tuple[int, int], int]:
+    """Global number of each stage's first layer: stages run chunk-major, pipeline-rank-minor."""
+    counts: Dict[Tuple[int, int], int] = defaultdict(int)
+    for (_t, p, _e, v), flat in chunks.items():
+        layers = [names.local_layer(n) for n in flat]
+        counts[(v, p)] = max(counts[(v, p)], 1 + max((x for x in layers if x is not None), default=-1))
+    offsets, running = {}, 0
+    for v, p in sorted(counts):
+        offsets[(v, p)] = running
+        running += counts[(v, p)]
+    return offsets
+
+
+def _local_experts(chunks, args: Any, ep: int) -> int:
+    total = getattr(args, "num_experts", None) if args is not None else None
+    if total:
+        return int(total) // ep
+    seen = {names.local_expert(n) for flat in chunks.values() for n in flat}
+    return 1 + max((x for x in seen if x is not None), default=-1)
+
+
+def _merge(name: str, shards: Dict[Tuple[int, int], TensorRef], args: Any, tp: int) -> Param:
+    """One logical parameter from its (tp, ep) shards: concatenate TP slices, keep the rest as replicas."""
+    expert = names.is_expert(name)
+    etp = int(getattr(args, "expert_tensor_parallel_size", None) or tp) if expert else tp
+    ep_ranks = sorted({e for _t, e in shards})
+    primary = {t: ref for (t, e), ref in shards.items() if e == ep_ranks[0]}
+    replicas = [(f"tp{t} ep{e}", ref) for (t, e), ref in sorted(shards.items()) if e != ep_ranks[0]]
+    dim = names.tp_split_dim(name) if etp > 1 else None
+    if dim is None or len(primary) == 1:
+        refs = [primary[t] for t in sorted(primary)]
+        return whole(name, refs[0], [(f"tp{t} ep{ep_ranks[0]}", primary[t]) for t in sorted(primary)[1:]] + replicas)
+    refs = [require_contiguous(primary[t], name) for t in sorted(primary)]
+    shape = list(refs[0].shape)
+    if any(r.shape != refs[0].shape for r in refs) or len(shape) <= dim:
+        raise MsprobeError(f"{refs[0].path}: TP shards of '{name}' have shapes {[list(r.shape) for r in refs]}")
+    gated = bool(getattr(args, "swiglu", False) or getattr(args, "gated_linear_unit", False))
+    pieces = []
+    for t, ref in enumerate(refs):
+        if dim == 0 and gated and names.is_gated_fc1(name):
+            # Each rank holds [gate_t; up_t]: the logical tensor is [gate_0..gate_n; up_0..up_n].
+            half = shape[0] // 2
+            pieces.append(Piece(rows_of(ref, 0, half), (t * half,) + (0,) * (len(shape) - 1)))
+            pieces.append(Piece(rows_of(ref, half, half), (len(refs) * half + t * half,) + (0,) * (len(shape) - 1)))
+            continue
+        start = [0] * len(shape)
+        start[dim] = t * shape[dim]
+        pieces.append(Piece(ref, tuple(start)))
+    shape[dim] *= len(refs)
+    return check_tiling(Param(name, tuple(shape), refs[0].dtype, pieces, replicas))

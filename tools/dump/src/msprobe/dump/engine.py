@@ -1,0 +1,375 @@
+"""The dump engine: step/rank lifecycle, call counters, entry assembly, statistics batches, journal.
+
+Framework-free: an :class:`~msprobe.dump.adapter.Adapter` brings tensors and hooks, and reports calls
+through ``api_begin``/``api_inputs``/``api_outputs``, ``module_begin``/``module_end``,
+``backward_grad``/``backward_done``, ``param_grad`` and ``save_variable``.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import threading
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from msprobe.schema import DebuggerConfig, RankWriter
+from msprobe.schema.names import api_entry, module_entry, params_grad_entry, tensor_file
+from msprobe.schema.tree import TENSOR_DIR, rank_dir_name, step_dir_name
+
+from . import stack
+from .adapter import Adapter
+from .entry import Encoder, PendingTensor, place
+from .filters import EntryFilter
+from .tasks import TaskPolicy, resolve_task
+
+
+class Call:
+    """One recorded API or module call; keeps what its backward entry needs."""
+
+    __slots__ = ("forward", "backward", "want_forward", "want_backward", "inputs", "tensors", "parent",
+                 "grad_in", "grad_out", "expect_in", "expect_out", "got_in", "got_out", "generation", "n_outputs",
+                 "n_args", "emitted")
+
+    def __init__(self, forward: str, backward: str, want_forward: bool, want_backward: bool,
+                 parent: Optional["Call"], generation: int) -> None:
+        self.forward, self.backward = forward, backward
+        self.want_forward, self.want_backward = want_forward, want_backward
+        self.inputs: Optional[Dict[str, Any]] = None
+        self.tensors: List[PendingTensor] = []
+        self.parent = parent
+        self.grad_in: List[Any] = []
+        self.grad_out: List[Any] = []
+        self.expect_in = self.expect_out = self.got_in = self.got_out = 0
+        self.n_outputs = self.n_args = 0
+        self.generation = generation
+        self.emitted = False
+
+
+class DumpEngine:
+    """Records one configuration's dump; one engine per PrecisionDebugger."""
+
+    def __init__(self, config: DebuggerConfig, adapter: Adapter, tasks: Optional[Dict] = None) -> None:
+        self.config = config
+        self.adapter = adapter
+        self.task: TaskPolicy = resolve_task(config, tasks)
+        self.filter = EntryFilter(config.task_config)
+        self.encoder = Encoder(adapter, config.precision, config.summary_mode == "md5", self.task.save_tensors)
+        self.step = 0
+        self.generation = 0
+        self.recording = False
+        self.module_level = config.level in ("L0", "mix")
+        self.api_level = config.level in ("L1", "mix")
+        self.busy = False
+        self._counters: Dict[str, int] = {}
+        self._rank_writer: Optional[RankWriter] = None
+        self._rank_dir: Optional[str] = None
+        self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
+        self._pending_tensors = 0
+        self._open_backward: Dict[int, Call] = {}
+        self._modules: List[Call] = []
+        self._lock = threading.RLock()
+        self._files = None
+        self._metadata: List[Tuple[str, str, Any]] = []
+        self.entries_written = 0
+        self.finished = False
+        engine_ref = weakref.ref(self)
+        atexit.register(lambda: engine_ref() and engine_ref().close())
+
+    # ----- lifecycle -------------------------------------------------------------------------
+    def wants_this_step(self) -> bool:
+        return self.config.wants_step(self.step) and self.config.wants_rank(self.adapter.rank()) \
+            and not self.finished
+
+    def begin(self) -> bool:
+        """start(): True when this step is recorded (hooks must then be installed)."""
+        self.recording = self.wants_this_step()
+        return self.recording
+
+    def end(self) -> None:
+        """stop(): no new calls recorded; backward of recorded calls still arrives until ``next_step``."""
+        self.recording = False
+        self._modules.clear()
+        self.flush(final=False)
+
+    def next_step(self) -> None:
+        """step(): complete this step's files and move on."""
+        self.recording = False
+        self.flush(final=True)
+        self.task.on_step_end(self.step)
+        self.step += 1
+        self.generation += 1
+        self._counters.clear()
+        self._open_backward.clear()
+        self._modules.clear()
+        self.filter.new_step()
+
+    def close(self) -> None:
+        """Process exit: make whatever was recorded final."""
+        try:
+            self.flush(final=True)
+            self.wait()
+        except Exception:  # interpreter shutdown: the journal already holds everything
+            pass
+
+    # ----- the rank directory ---------------------------------------------------------------
+    def rank_dir(self) -> str:
+        return os.path.join(self.config.dump_path, step_dir_name(self.step), rank_dir_name(self.adapter.rank()))
+
+    def _writer(self) -> RankWriter:
+        if self._rank_writer is None or self._rank_writer.closed:
+            self._rank_dir = self.rank_dir()
+            tensor_dir = os.path.abspath(os.path.join(self._rank_dir, TENSOR_DIR)) if self.task.save_tensors else None
+            if tensor_dir:
+                os.makedirs(tensor_dir, exist_ok=True)
+            header = {"task": self.config.task, "level": self.config.level, "framework": self.adapter.framework,
+                      "dump_data_dir": tensor_dir}
+            # one flush per entry (not per journal line): an entry is on the kernel's side once recorded
+            self._rank_writer = RankWriter(self._rank_dir, header, autoflush=False)
+        return self._rank_writer
+
+    def _file_writer(self):
+        if self._files is None:
+            from .writer import TensorFileWriter
+
+            self._files = TensorFileWriter(self.adapter.save_tensor)
+        return self._files
+
+    # ----- counters and names ---------------------------------------------------------------
+    def _next_index(self, key: str) -> int:
+        index = self._counters.get(key, 0)
+        self._counters[key] = index + 1
+        return index
+
+    # ----- APIs -----------------------------------------------------------------------------
+    def api_begin(self, prefix: str, api: str) -> Optional[Call]:
+        """A wrapped API is called: its Call, or None when nothing of it is recorded."""
+        if not self.recording or self.busy:
+            return None
+        index = self._next_index(prefix + "." + api)
+        forward = api_entry(prefix, api, index, "forward")
+        backward = api_entry(prefix, api, index, "backward")
+        want_f = self.filter.wants(forward, "forward")
+        want_b = self.filter.wants(backward, "backward")
+        if not (want_f or want_b):
+            return None
+        parent = self._modules[-1] if self._modules else None
+        return Call(forward, backward, want_f, want_b, parent, self.generation)
+
+    def api_inputs(self, call: Call, args: Sequence[Any], kwargs: Optional[Dict[str, Any]]) -> None:
+        """Before the API runs (in-place APIs change their inputs): encode the inputs."""
+        if call.want_forward:
+            self.busy = True
+            try:
+                if self.filter.inputs:
+                    call.inputs = self.encoder.args(tuple(args), kwargs, call.tensors)
+                else:
+                    call.inputs = {"input_args": [], "input_kwargs": {}}
+            finally:
+                self.busy = False
+
+    def api_outputs(self, call: Call, output: Any, frames: Optional[List[str]] = None) -> None:
+        """After the API ran: record its forward entry."""
+        if not call.want_forward:
+            return
+        self.busy = True
+        try:
+            entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
+            entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
+            if self.api_level and self.module_level:
+                self._construct(call.forward, call.parent.forward if call.parent else None)
+            self._add(call.forward, entry, call.tensors, frames if frames is not None else stack.capture())
+            call.tensors = []
+        finally:
+            self.busy = False
+
+    # ----- modules ----------------------------------------------------------------------------
+    def module_begin(self, path: str, class_name: str, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
+                     prefix: Optional[str] = None) -> Optional[Call]:
+        if not self.recording:
+            return None
+        prefix = prefix or self.adapter.module_prefix
+        index = self._next_index(f"{prefix}.{path}.{class_name}")
+        forward = module_entry(prefix, path, class_name, "forward", index)
+        backward = module_entry(prefix, path, class_name, "backward", index)
+        parent = self._modules[-1] if self._modules else None
+        call = Call(forward, backward, self.filter.wants(forward, "forward"), self.filter.wants(backward, "backward"),
+                    parent, self.generation)
+        self._modules.append(call)
+        self._construct(forward, parent.forward if parent else None)
+        self.api_inputs(call, args, kwargs)
+        return call
+
+    def module_end(self, call: Call, output: Any, parameters: Optional[Dict[str, Any]] = None) -> None:
+        if self._modules and self._modules[-1] is call:
+            self._modules.pop()
+        elif call in self._modules:
+            self._modules.remove(call)
+        if not call.want_forward:
+            return
+        self.busy = True
+        try:
+            entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
+            entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
+            if parameters:
+                entry["parameters"] = {k: self.encoder.encode(v, "parameters", (k,), call.tensors)
+                                       for k, v in parameters.items()}
+            self._add(call.forward, entry, call.tensors, stack.capture())
+            call.tensors = []
+        finally:
+            self.busy = False
+
+    def param_grad(self, prefix_path_class: Tuple[str, str, str], param: str, grad: Any) -> None:
+        """A parameter's gradient of this step (``Module.{path}.{Class}.parameters_grad``)."""
+        prefix, path, class_name = prefix_path_class
+        name = params_grad_entry(prefix, path, class_name)
+        if not self.filter.wants(name, "backward"):
+            return
+        self.busy = True
+        try:
+            tensors: List[PendingTensor] = []
+            record = self.encoder.encode(grad, param, (), tensors)
+            self._add(name, {param: [record]}, tensors, None)
+        finally:
+            self.busy = False
+
+    # ----- backward ----------------------------------------------------------------------------
+    def backward_expect(self, call: Call, n_outputs: int, n_args: int, expect_out: int, expect_in: int) -> None:
+        """The adapter hooked ``expect_out`` output gradients and ``expect_in`` argument gradients."""
+        call.n_outputs, call.n_args = n_outputs, n_args
+        call.expect_out, call.expect_in = expect_out, expect_in
+        call.grad_in = [None] * n_outputs
+        call.grad_out = [None] * n_args
+        self._open_backward[id(call)] = call
+        if self.module_level and call.want_backward:
+            parent = call.parent.backward if call.parent else None
+            if self.api_level or call.forward.startswith(self.adapter.module_prefix + "."):
+                self._construct(call.backward, parent)
+
+    def backward_grad(self, call: Call, side: str, path: Tuple[int, ...], grad: Any) -> None:
+        """A gradient arrived: ``side`` "input" = w.r.t. forward output ``path``, "output" = w.r.t. argument."""
+        if call.generation != self.generation or call.emitted:
+            return
+        self.busy = True
+        try:
+            if side == "input":
+                place(call.grad_in, path, self.encoder.encode(grad, "input", path, call.tensors))
+                call.got_out += 1
+            else:
+                place(call.grad_out, path, self.encoder.encode(grad, "output", path, call.tensors))
+                call.got_in += 1
+            if call.got_out >= call.expect_out and call.got_in >= call.expect_in:
+                self._emit_backward(call)
+        finally:
+            self.busy = False
+
+    def _emit_backward(self, call: Call) -> None:
+        call.emitted = True
+        self._open_backward.pop(id(call), None)
+        entry = {"input": call.grad_in if self.filter.inputs else [],
+                 "output": call.grad_out if self.filter.outputs else []}
+        self._add(call.backward, entry, call.tensors, None)
+        call.tensors = []
+
+    # ----- PrecisionDebugger.save ------------------------------------------------------------------
+    def save_variable(self, name: str, value: Any, direction: str = "forward", index: Optional[int] = None) -> int:
+        """Record ``Debug.{name}.{index}.{direction}``; returns the index (backward reuses the forward's)."""
+        if index is None:
+            index = self._next_index("Debug." + name)
+        entry_name = api_entry("Debug", name, index, direction)
+        self.busy = True
+        try:
+            tensors: List[PendingTensor] = []
+            data = self.encoder.encode(value, "data", (), tensors)
+            self._add(entry_name, {"data": data}, tensors, stack.capture() if direction == "forward" else None)
+        finally:
+            self.busy = False
+        return index
+
+    # ----- construct, pending entries and the statistics batch ----------------------------------
+    def _construct(self, node: str, parent: Optional[str]) -> None:
+        if self.module_level:  # metadata, like stacks: written in bulk by the background thread
+            self._metadata.append(("c", node, parent))
+
+    def _write_metadata(self, writer: RankWriter) -> None:
+        items, self._metadata = self._metadata, []
+        if items:
+            self._file_writer().call(functools.partial(_write_metadata, writer, items), "metadata")
+
+    def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
+             frames: Optional[List[str]]) -> None:
+        with self._lock:
+            self._pending.append((name, entry, tensors, frames))
+            self._pending_tensors += len(tensors)
+            if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
+                self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        pending, self._pending, self._pending_tensors = self._pending, [], 0
+        if not pending:
+            return
+        handles = [t.handle for _, _, tensors, _ in pending for t in tensors]
+        values = self.adapter.stats_to_host(handles) if handles else []
+        position = 0
+        writer = self._writer()
+        for name, entry, tensors, frames in pending:
+            for tensor in tensors:
+                tensor.record.update(values[position])
+                position += 1
+            if self.finished or not self.task.keep(name, entry):
+                continue
+            if self.task.save_tensors:
+                self._queue_files(name, tensors)
+            writer.entry(name, entry)
+            writer.flush()
+            if frames:  # metadata: written in bulk by the background thread at stop() and step()
+                self._metadata.append(("s", name, frames))
+            self.entries_written += 1
+            if self.task.finished():
+                self.finished = True
+                self.recording = False
+
+    def _queue_files(self, name: str, tensors: List[PendingTensor]) -> None:
+        files = self._file_writer()
+        tensor_dir = os.path.join(self._rank_dir, TENSOR_DIR)
+        for tensor in tensors:
+            if tensor.snapshot is None:
+                continue
+            file_name = tensor_file(name, tensor.role, tensor.position, self.adapter.tensor_suffix)
+            tensor.record["data_name"] = file_name
+            files.put(tensor.snapshot, os.path.join(tensor_dir, file_name))
+            tensor.snapshot = None
+
+    def flush(self, final: bool) -> None:
+        """Resolve pending statistics and write; ``final`` also emits incomplete backward entries and
+        turns the journal into dump.json / stack.json / construct.json."""
+        with self._lock:
+            if final:
+                for call in list(self._open_backward.values()):
+                    if call.got_in or call.got_out:
+                        self._emit_backward(call)
+                self._open_backward.clear()
+            self._flush_pending()
+            writer = self._rank_writer
+            if writer is not None and not writer.closed:
+                self._write_metadata(writer)
+                if final:  # the three JSON files are written once per step, from the journal, off the hot path
+                    self._file_writer().call(lambda: writer.finalize(remove_journal=True, indent=None),
+                                             str(writer.rank_dir))
+                    self._rank_writer = None
+                else:
+                    writer.flush()
+
+    def wait(self) -> None:
+        """Block until every file queued so far (tensor files, finished steps' JSON files) is written."""
+        if self._files is not None:
+            self._files.drain()
+
+
+def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
+    for kind, key, value in items:
+        if kind == "s":
+            writer.stack(key, value)
+        else:
+            writer.construct(key, value)
+    writer.flush()

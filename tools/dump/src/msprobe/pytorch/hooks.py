@@ -1,0 +1,277 @@
+"""PyTorch hooks: a TorchFunctionMode for APIs (however they were imported; the functions themselves are
+not replaced, so ``act is F.gelu`` still holds), patched torch.distributed collectives, module hooks,
+parameter gradient hooks, and identity views whose gradient hooks give each call its own gradients.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from msprobe.dump.engine import Call, DumpEngine
+
+from .api_list import ApiTable
+
+
+def _inplace(name: str) -> bool:
+    if name.startswith("__"):
+        return name.startswith("__i") or name == "__setitem__"
+    return name.endswith("_")
+
+
+def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
+    def hook(grad):
+        engine.backward_grad(call, side, path, grad)
+    return hook
+
+
+def _gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[int]) -> Any:
+    """An identity view of each differentiable tensor, hooked so its gradient belongs to this call only."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad and value.layout == torch.strided:
+            view = value.view_as(value)
+            engine.adapter.alias(view, value)
+            view.register_hook(_gradient_hook(engine, call, side, path))
+            count[0] += 1
+            return view
+        return value
+    if isinstance(value, (list, tuple)) and len(path) < 2 and any(isinstance(v, torch.Tensor) for v in value):
+        items = [_gate(engine, call, side, v, path + (i,), count) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return items
+        try:
+            return type(value)(items)
+        except TypeError:
+            return type(value)(*items)
+    return value
+
+
+def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) -> Any:
+    """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
+    count_in = [0]
+    gated = [_gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
+    output = output_of(gated)
+    count_out = [0]
+    engine.busy = True
+    try:
+        if isinstance(output, (list, tuple)):
+            items = [_gate(engine, call, "input", o, (i,), count_out) for i, o in enumerate(output)]
+            new = items if isinstance(output, list) else _rebuild(output, items)
+            n_outputs = len(output)
+        else:
+            new = _gate(engine, call, "input", output, (0,), count_out)
+            n_outputs = 1
+    finally:
+        engine.busy = False
+    if count_in[0] or count_out[0]:
+        engine.backward_expect(call, n_outputs, len(args), count_out[0], count_in[0])
+    return new
+
+
+def _rebuild(value: tuple, items: list) -> tuple:
+    try:
+        return type(value)(items)
+    except TypeError:
+        return type(value)(*items)
+
+
+class DumpMode(TorchFunctionMode):
+    """Sees every overridable torch call while a step is dumped; records those in the API list."""
+
+    def __init__(self, engine: DumpEngine, table: ApiTable) -> None:
+        super().__init__()
+        self.engine = engine
+        self.table = table.by_func
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        key = self.table.get(func)
+        engine = self.engine
+        if key is None or engine.busy:
+            return func(*args, **kwargs)
+        call = engine.api_begin(key[0], key[1])
+        if call is None:
+            return func(*args, **kwargs)
+        return run_recorded(engine, call, key[1], func, args, kwargs)
+
+
+def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
+    engine.api_inputs(call, args, kwargs)
+    if call.want_backward and torch.is_grad_enabled() and not _inplace(name):
+        engine.busy = True
+        try:
+            output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs))
+        finally:
+            engine.busy = False
+    else:
+        output = func(*args, **kwargs)
+    engine.api_outputs(call, output)
+    return output
+
+
+def _unbusy_call(engine: DumpEngine, func, args, kwargs):
+    engine.busy = False
+    try:
+        return func(*args, **kwargs)
+    finally:
+        engine.busy = True
+
+
+class Hooks:
+    """Everything installed for one dumped window, and its removal."""
+
+    def __init__(self, engine: DumpEngine, table: ApiTable, record_nested: bool) -> None:
+        self.engine = engine
+        self.table = table
+        self.record_nested = record_nested
+        self._mode: Optional[DumpMode] = None
+        self._patched: List[Tuple[Any, str, Any]] = []
+        self._module_handles: List[Any] = []
+        self._grad_handles: List[Any] = []
+
+    def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
+        """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
+        engine = self.engine
+        if engine.api_level:
+            self._mode = DumpMode(engine, self.table)
+            self._mode.__enter__()
+            self._patch_distributed()
+        if engine.module_level:
+            for prefix, model in models:
+                self._hook_model(model, prefix)
+
+    def uninstall_forward(self) -> None:
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        for module, name, original in reversed(self._patched):
+            setattr(module, name, original)
+        self._patched.clear()
+        for handle in self._module_handles:
+            handle.remove()
+        self._module_handles.clear()
+
+    def uninstall_all(self) -> None:
+        self.uninstall_forward()
+        for handle in self._grad_handles:
+            handle.remove()
+        self._grad_handles.clear()
+
+    # ----- torch.distributed (not overridable: the module's functions are patched while dumping) --
+    def _patch_distributed(self) -> None:
+        dist = torch.distributed
+        if not (dist.is_available() and self.table.distributed):
+            return
+        for name in self.table.distributed:
+            original = getattr(dist, name, None)
+            if original is None:
+                continue
+            setattr(dist, name, self._wrap_collective(name, original))
+            self._patched.append((dist, name, original))
+
+    def _wrap_collective(self, name: str, original):
+        engine = self.engine
+
+        @functools.wraps(original)
+        def collective(*args, **kwargs):
+            call = None if engine.busy else engine.api_begin("Distributed", name)
+            if call is None:
+                return original(*args, **kwargs)
+            engine.api_inputs(call, args, kwargs)
+            output = original(*args, **kwargs)
+            _bump_versions(args)  # c10d writes in place without bumping versions: no stale cached stats
+            # in-place collectives: the result is the updated first argument
+            engine.api_outputs(call, output if output is not None and not hasattr(output, "wait") else
+                               (args[0] if args else None))
+            return output
+        return collective
+
+    # ----- modules ---------------------------------------------------------------------------------
+    def _hook_model(self, model: torch.nn.Module, prefix: str) -> None:
+        for path, module in model.named_modules():
+            if not path:
+                continue  # the root model itself is not recorded (upstream does the same)
+            full = prefix + path
+            class_name = type(module).__name__
+            calls: List[Call] = []
+            self._module_handles.append(module.register_forward_pre_hook(
+                self._pre_hook(full, class_name, calls), with_kwargs=True))
+            self._module_handles.append(module.register_forward_hook(
+                self._post_hook(module, calls), with_kwargs=True))
+            for name, param in module.named_parameters(recurse=False):
+                if param.requires_grad:
+                    self._grad_handles.append(param.register_hook(
+                        self._param_hook((self.engine.adapter.module_prefix, full, class_name), name)))
+
+    def _pre_hook(self, path: str, class_name: str, calls: List[Call]):
+        engine = self.engine
+
+        def pre(module, args, kwargs):
+            if engine.busy:
+                return None
+            call = engine.module_begin(path, class_name, args, kwargs)
+            calls.append(call)
+            if call is None or not (call.want_backward and torch.is_grad_enabled()):
+                return None
+            engine.busy = True
+            try:
+                count = [0]
+                gated = tuple(_gate(engine, call, "output", a, (i,), count) for i, a in enumerate(args))
+            finally:
+                engine.busy = False
+            call.n_args = len(args)
+            call.expect_in = count[0]
+            return gated, kwargs
+        return pre
+
+    def _post_hook(self, module: torch.nn.Module, calls: List[Call]):
+        engine = self.engine
+
+        def post(mod, args, kwargs, output):
+            if not calls:
+                return None
+            call = calls.pop()
+            if call is None:
+                return None
+            new_output = None
+            if call.want_backward and torch.is_grad_enabled():
+                expect_in, n_args = call.expect_in, call.n_args
+                engine.busy = True
+                try:
+                    count = [0]
+                    if isinstance(output, (list, tuple)):
+                        items = [_gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
+                        new_output = items if isinstance(output, list) else _rebuild(output, items)
+                        n_out = len(output)
+                    else:
+                        new_output = _gate(engine, call, "input", output, (0,), count)
+                        n_out = 1
+                finally:
+                    engine.busy = False
+                if expect_in or count[0]:
+                    engine.backward_expect(call, n_out, n_args, count[0], expect_in)
+            params = dict(mod.named_parameters(recurse=False)) if call.want_forward else None
+            engine.module_end(call, output, params or None)
+            return new_output
+        return post
+
+    def _param_hook(self, owner: Tuple[str, str, str], name: str):
+        engine = self.engine
+
+        def hook(grad):
+            engine.param_grad(owner, name, grad)
+        return hook
+
+
+def _bump_versions(values) -> None:
+    """Mark tensors a collective wrote in place as changed (the statistics cache keys on ``_version``)."""
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            _bump_versions(value)
+        elif isinstance(value, torch.Tensor):
+            try:
+                torch.autograd.graph.increment_version(value)
+            except RuntimeError:  # inference tensors have no version counter (and are not cached by version)
+                pass
