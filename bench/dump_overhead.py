@@ -152,6 +152,10 @@ def main() -> int:
                 theirs[label] = None
                 why = f"{label}: {error}"
     report(ours, theirs, version, why)
+    # MindSpore native and MSAdapter rows (issue #4), same run: bench/dump_overhead_mindspore.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dump_overhead_mindspore import main_rows
+    main_rows(args.steps)
     return 0
 
 

@@ -75,11 +75,11 @@ def _workload(flavour: str):
         loss_fn = lambda x: ops.square(model(x)).mean()  # noqa: E731
         params = model.trainable_params()
     grad_fn = ms.value_and_grad(loss_fn, None, params)
+    optimizer = ms.nn.SGD(params, learning_rate=0.01)  # MindSpore's own (MSAdapter 0.1.0's SGD(lr=) is broken)
 
     def step():
         loss, grads = grad_fn(x)
-        for p, g in zip(params, grads):  # plain SGD (MSAdapter 0.1.0's optim.SGD(lr=...) is broken)
-            p.set_data(p - 0.01 * g)
+        optimizer(grads)
         return loss
     return model, step
 

@@ -67,7 +67,8 @@ def layouts(megatron_dir, full, tmp_path_factory) -> Dict[str, Path]:
     root = tmp_path_factory.mktemp("layouts")
     dense, dims = full["dense"], full["dense_dims"]
     moe, moe_dims = full["moe"], full["moe_dims"]
-    out = {name: megatron_dir / name for name in ("core_tp1", "dist", "real_tp2pp2", "real_dist_tp2pp2", "moe_tp1")}
+    out = {name: megatron_dir / name for name in ("core_tp1", "dist", "real_tp2pp2", "real_dist_tp2pp2", "real_pp2_vpp2", "moe_tp1",
+                                                 "moe_dist")}
     specs = {
         "legacy_tp2pp2_release": dict(tp=2, pp=2, style="legacy", iteration="release"),
         "te_tp4": dict(tp=4, style="te"),

@@ -124,3 +124,20 @@ def test_wrong_paths(layouts, cli, tmp_path, case):
         target.mkdir()
         expected = (str(target), "mp_rank_")
     _one_line_error(cli, layouts["core_tp1"], target, tmp_path / "r.json", *expected)
+
+
+@pytest.mark.parametrize("damage", ["missing_distcp", "truncated_distcp", "bad_metadata"])
+def test_broken_torch_dist(layouts, cli, tmp_path, damage):
+    broken = shutil.copytree(layouts["real_dist_tp2pp2"], tmp_path / "broken")
+    folder = broken / "iter_0000005"
+    if damage == "missing_distcp":
+        (folder / "__3_1.distcp").unlink()
+        expected = (str(folder / "__3_1.distcp"), "missing")
+    elif damage == "truncated_distcp":
+        target = folder / "__2_0.distcp"
+        target.write_bytes(target.read_bytes()[:1000])
+        expected = (str(target),)
+    else:
+        (folder / ".metadata").write_bytes(b"\x80\x04not a pickle")
+        expected = (str(folder / ".metadata"),)
+    _one_line_error(cli, layouts["core_tp1"], broken, tmp_path / "r.json", *expected)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-SAME_AS_TP1 = ["dist", "real_tp2pp2", "real_dist_tp2pp2", "legacy_tp2pp2_release", "te_tp4", "core_tp2_pp2_vpp2", "core_tp2_pp2_uneven"]
+SAME_AS_TP1 = ["dist", "real_tp2pp2", "real_dist_tp2pp2", "real_pp2_vpp2", "legacy_tp2pp2_release", "te_tp4", "core_tp2_pp2_vpp2", "core_tp2_pp2_uneven"]
 
 
 def _compare(cli, tmp_path, a, b, name="out.json"):
@@ -73,7 +73,7 @@ def test_naive_concatenation_of_gated_fc1_would_be_wrong(layouts, full):
     assert load_pt(layouts["real_tp2pp2"] / "iter_0000005" / "mp_rank_00_000" / "model_optim_rng.pt")["args"].swiglu
 
 
-@pytest.mark.parametrize("layout", ["moe_ep2", "moe_tp2_pp2_ep2"])
+@pytest.mark.parametrize("layout", ["moe_ep2", "moe_tp2_pp2_ep2", "moe_dist"])
 def test_expert_parallel_layouts_meet_global_expert_numbers(layouts, full, cli, tmp_path, layout):
     data, _ = _compare(cli, tmp_path, layouts["moe_tp1"], layouts[layout])
     assert set(data) == set(full["moe"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import zipfile
 
-from conftest import msprobe
+from cc_helpers import msprobe
 
 from msprobe.core.config_check.collect import collect_env, mask
 from msprobe.core.config_check.shell import parse_shell
@@ -72,7 +72,8 @@ def test_static_pack_bad_inputs(tmp_path):
 
 def test_secrets_are_masked_with_a_stable_fingerprint():
     env = collect_env({"HF_TOKEN": "hf_abc", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "DB_PASSWORD": "pw",
-                       "MY_API_KEY": "key-value-42", "GIT_CREDENTIALS": "cred-value-42", "PWD": "/home/u", "NCCL_ALGO": "Ring"})
+                       "MY_API_KEY": "key-value-42", "GIT_CREDENTIALS": "cred-value-42", "PWD": "/home/u",
+                       "NCCL_ALGO": "Ring"})
     assert env["PWD"] == "/home/u" and env["NCCL_ALGO"] == "Ring"
     for name, value in (("HF_TOKEN", "hf_abc"), ("AWS_SECRET_ACCESS_KEY", "s3cr3t"), ("DB_PASSWORD", "pw"),
                         ("MY_API_KEY", "key-value-42"), ("GIT_CREDENTIALS", "cred-value-42")):
@@ -98,7 +99,7 @@ def test_identical_inputs_sharing_names_compare_clean(tmp_path):
         done = msprobe("config_check", "-d", "train.sh", "cfg.yaml", "-o", f"{name}.zip", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     from msprobe.core.config_check.compare import compare_packs
-    from conftest import sheet_rows
+    from cc_helpers import sheet_rows
     compare_packs(tmp_path / "a.zip", tmp_path / "b.zip", tmp_path / "out")
     assert sheet_rows(tmp_path / "out", "hyperparameters") == []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import msprobe, sheet_rows, summary
+from cc_helpers import msprobe, sheet_rows, summary
 
 from msprobe.core.config_check.compare import compare_packs
 from msprobe.core.config_check.formats import write_zip
@@ -36,7 +36,8 @@ def test_env_curated_error_other_info_and_cross_device(tmp_path):
     bench = make_pack(tmp_path / "a.zip", env={"CUDA_LAUNCH_BLOCKING": "0", "HOME": "/a", "NCCL_ALGO": "Ring"})
     cmp = make_pack(tmp_path / "b.zip", env={"HOME": "/b", "NCCL_ALGO": "Tree"})
     compare_packs(bench, cmp, tmp_path / "out")
-    rows = {r["bench_env_name"]: (r["bench_value"], r["cmp_value"], r["level"]) for r in sheet_rows(tmp_path / "out", "env")}
+    rows = {r["bench_env_name"]: (r["bench_value"], r["cmp_value"], r["level"])
+            for r in sheet_rows(tmp_path / "out", "env")}
     # CUDA_LAUNCH_BLOCKING=0 is the default, so unset on the other side is the same
     assert rows == {"NCCL_ALGO": ("Ring", "Tree", "error"), "HOME": ("/a", "/b", "info")}
     npu = make_pack(tmp_path / "npu.zip", env={"ASCEND_HOME_PATH": "/x", "HCCL_DETERMINISTIC": "true"})
@@ -50,7 +51,8 @@ def test_pip_key_library_error_other_warning(tmp_path):
     bench = make_pack(tmp_path / "a.zip", pip={"torch": "2.1.0", "Torch_NPU": "2.1.0", "rich": "13"})
     cmp = make_pack(tmp_path / "b.zip", pip={"torch": "2.1.0", "torch-npu": "2.1.1", "rich": "14", "extra": "1"})
     compare_packs(bench, cmp, tmp_path / "out")
-    rows = {r["package"]: (r["bench version"], r["cmp version"], r["level"]) for r in sheet_rows(tmp_path / "out", "pip")}
+    rows = {r["package"]: (r["bench version"], r["cmp version"], r["level"])
+            for r in sheet_rows(tmp_path / "out", "pip")}
     assert rows == {"Torch_NPU": ("2.1.0", "2.1.1", "error"), "rich": ("13", "14", "warning"),
                     "extra": ("None", "1", "warning")}
     assert summary(tmp_path / "out")["pip"] == "error"
@@ -63,7 +65,8 @@ def test_hyperparameters_alias_rename_and_shared_names(tmp_path):
     compare_packs(bench, cmp, tmp_path / "out")
     rows = {(r["bench_para"], r["cmp_para"]): (r["level"], r["matched_with"])
             for r in sheet_rows(tmp_path / "out", "hyperparameters")}
-    assert rows == {("seed", "seed"): ("error", "name"), ("lr", "learning_rate"): ("info", "renamed (alias:learning_rate)")}
+    assert rows == {("seed", "seed"): ("error", "name"),
+                    ("lr", "learning_rate"): ("info", "renamed (alias:learning_rate)")}
 
 
 def test_weights_exact_sign_and_tolerance(tmp_path):
@@ -176,3 +179,31 @@ def test_cli_compare_default_output_and_fail_on_error(tmp_path):
     assert "env              error" in done.stdout
     done = msprobe("-f", "pytorch", "config_check", "-c", "a.zip", "b.zip", "--fail-on-error", cwd=tmp_path)
     assert done.returncode == 1
+
+
+UPSTREAM_COMPARE = """
+import sys, unittest.mock as mock
+sys.path = [p for p in sys.path if "/shared/src" not in p and "/tools/" not in p]
+for name in ("matplotlib", "matplotlib.pyplot", "twisted", "twisted.internet"):
+    sys.modules.setdefault(name, mock.MagicMock())  # msprobe imports them at package level only
+from msprobe.core.config_check.config_checker import ConfigChecker
+import msprobe.core.config_check.checkers
+ConfigChecker.compare(sys.argv[1], sys.argv[2], sys.argv[3], "pytorch")
+"""
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("MSPROBE_UPSTREAM_PYTHON"),
+                    reason="set MSPROBE_UPSTREAM_PYTHON to a python with mindstudio-probe installed")
+def test_msprobe_reads_our_packs(tmp_path):
+    import os
+    import subprocess
+    stack = ["File /x/train.py, line 3, in <module>, torch.manual_seed(1)"]
+    for name, algo in (("a", "Ring"), ("b", "Tree")):
+        make_pack(tmp_path / f"{name}.zip", env={"NCCL_ALGO": algo}, weights={(0, 0): {"w": STATS}},
+                  dataset={(0, 0): {"args": {"0": STATS}, "kwargs": {}}}, static={"lr": "0.1"},
+                  random={0: {"torch.manual_seed": [{"count": 1, "stack": stack, "seeds": [1]}]}})
+    done = subprocess.run([os.environ["MSPROBE_UPSTREAM_PYTHON"], "-c", UPSTREAM_COMPARE, str(tmp_path / "a.zip"),
+                           str(tmp_path / "b.zip"), str(tmp_path / "up")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert summary(tmp_path / "up") == {"env": "error", "pip": "pass", "dataset": "pass", "weights": "pass",
+                                        "hyperparameters": "pass", "random": "pass"}

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import BIN, clean_env, sheet_rows, summary
+from cc_helpers import BIN, clean_env, sheet_rows, summary
 
 from msprobe.core.config_check import randomness
 from msprobe.core.config_check.compare import compare_packs

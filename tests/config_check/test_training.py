@@ -11,7 +11,7 @@ from typing import Dict
 
 import pytest
 
-from conftest import BIN, SCRIPTS, clean_env, msprobe, sheet_rows, summary
+from cc_helpers import BIN, SCRIPTS, clean_env, msprobe, sheet_rows, summary
 
 ITEMS = ("env", "pip", "dataset", "weights", "hyperparameters", "random")
 SHELL = "#!/bin/bash\nLR={lr}\ntorchrun --nproc_per_node 2 train.py --lr $LR --bf16 --train-iters 10\n"

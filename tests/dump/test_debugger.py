@@ -162,3 +162,27 @@ def test_seed_all(monkeypatch):
         torch.use_deterministic_algorithms(False)
     with pytest.raises(MsprobeError, match="'seed'"):
         seed_all("1")
+
+
+def test_async_dump_and_high_precision(tmp_path, dump_dir):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(dump_dir),
+                                "async_dump": True, "precision": "high"}))
+    debugger = PrecisionDebugger(config_path=str(path))
+    x = torch.rand(1000, dtype=torch.float32)
+
+    def body():
+        torch.sqrt(x)
+        x.mul_(2)  # statistics were taken when sqrt ran, not at the end of the step
+    _one_step(debugger, body)
+    data = _data(dump_dir)
+    assert data["Torch.sqrt.0.forward"]["input_args"][0]["Max"] == pytest.approx(x.max().item() / 2)
+    assert_stats_match(data["Torch.sqrt.0.forward"]["output"][0], numpy_stats(np.sqrt(x.numpy() / 2)), "sqrt",
+                       rel=1e-6)
+
+
+def test_record_nested_is_refused_clearly(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"record_nested": True}))
+    with pytest.raises(MsprobeError, match="field 'record_nested'"):
+        PrecisionDebugger(config_path=str(path))

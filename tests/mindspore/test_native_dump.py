@@ -12,7 +12,7 @@ from mindspore import mint, nn, ops
 from msprobe.mindspore import PrecisionDebugger
 from msprobe.schema import MsprobeError, SchemaError
 
-from ms_dump_checks import check_dump_against_npy, entries, grad_array, inspect_ok, names
+from ms_dump_checks import check_dump_against_npy, entries, finish, grad_array, inspect_ok, names
 
 
 class Net(nn.Cell):
@@ -41,7 +41,7 @@ def _run(dump_path: Path, level: str, task: str = "tensor", steps: int = 1, mode
         results.append(grad_fn(_data(step)))
         debugger.stop()
         debugger.step()
-        debugger.flush()
+    finish(debugger)
     return net, results
 
 
@@ -60,7 +60,7 @@ def test_api_backward_lines_up_with_arguments_and_ms_grad(tmp_path):
     gx, gw, gb = ms.grad(f, grad_position=(0, 1, 2))(x, w, b)
     debugger.stop()
     debugger.step()
-    debugger.flush()
+    finish(debugger)
     data = entries(tmp_path)
     linear = data["MintFunctional.linear.0.backward"]
     assert [r["shape"] for r in linear["output"]] == [[2, 3, 4], [5, 4], [5]]
@@ -135,7 +135,7 @@ def test_statistics_bf16_int_bool_empty_and_md5(tmp_path):
     ops.abs(empty)
     debugger.stop()
     debugger.step()
-    debugger.flush()
+    finish(debugger)
     data = entries(tmp_path / "d")
     record = data["Functional.cast.0.forward"]["input_args"][0]
     assert record["dtype"] == "BFloat16" and record["Norm"] == pytest.approx(1e6, rel=1e-6)
@@ -183,10 +183,53 @@ def test_jit_function_is_one_entry_with_backward(tmp_path):
     gx, gw = ms.grad(lambda x, w: ops.relu(_jit_block(x, w)).sum(), grad_position=(0, 1))(x, w)
     debugger.stop()
     debugger.step()
-    debugger.flush()
+    finish(debugger)
     data = entries(tmp_path)
     assert "Functional.matmul.0.forward" not in data  # inside the compiled graph
     backward = data["Jit._jit_block.0.backward"]
     np.testing.assert_allclose(grad_array(tmp_path, backward, "output", 0), gx.asnumpy(), rtol=1e-5)
     np.testing.assert_allclose(grad_array(tmp_path, backward, "output", 1), gw.asnumpy(), rtol=1e-5)
     check_dump_against_npy(tmp_path)
+
+
+def test_save_records_variable_and_its_gradient(tmp_path):
+    debugger = PrecisionDebugger(dump_path=str(tmp_path), level="L1", task="tensor")
+
+    def f(x):
+        y = ops.tanh(x)
+        debugger.save(y, "act")
+        return (y * 2).sum()
+
+    debugger.start()
+    ms.grad(f)(ms.Tensor(np.array([0.5, -1.0, 2.0], np.float32)))
+    debugger.stop()
+    debugger.step()
+    finish(debugger)
+    data = entries(tmp_path)
+    assert data["Debug.act.0.forward"]["data"]["Max"] == pytest.approx(np.tanh(2.0), rel=1e-6)
+    assert data["Debug.act.0.backward"]["data"]["Mean"] == 2
+    with pytest.raises(MsprobeError, match="variable"):
+        debugger.save(object(), "bad")
+
+
+CRASH = r"""
+import os, signal, sys
+import mindspore as ms, numpy as np
+from mindspore import ops
+from msprobe.mindspore import PrecisionDebugger
+debugger = PrecisionDebugger(dump_path=sys.argv[1], level="L1", task="statistics")
+debugger.start()
+x = ms.Tensor(np.ones((2, 3), np.float32))
+for _ in range(5):
+    x = ops.tanh(x)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_killed_run_keeps_recorded_entries(tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", CRASH, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -9
+    assert sorted(names(tmp_path)) == [f"Functional.tanh.{i}.forward" for i in range(5)]
+    inspect_ok(tmp_path)  # reads the journal of the killed run

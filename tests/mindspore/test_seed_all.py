@@ -15,7 +15,7 @@ from msprobe.mindspore import seed_all
 seed_all(int(sys.argv[1]), mode=sys.argv[2] == "1", rm_dropout=sys.argv[3] == "1")
 x = ms.Tensor(np.ones((4, 4), np.float32))
 out = {"random": random.random(), "numpy": float(np.random.rand()), "hash": os.environ["PYTHONHASHSEED"],
-       "ms": ops.standard_normal((3,)).asnumpy().tolist()}
+       "ms": ops.standard_normal((3,)).asnumpy().tolist(), "hccl": os.environ.get("HCCL_DETERMINISTIC")}
 out["ops.Dropout"] = bool((ops.Dropout(keep_prob=0.5)(x)[0] == x).all())
 out["ops.Dropout2D"] = bool((ops.Dropout2D(keep_prob=0.5)(x.reshape(1, 1, 4, 4))[0] == 1).all())
 out["ops.Dropout3D"] = bool((ops.Dropout3D(keep_prob=0.5)(x.reshape(1, 1, 1, 4, 4))[0] == 1).all())
@@ -41,6 +41,7 @@ def test_seed_all_is_reproducible_and_removes_dropout():
     for key in ("random", "numpy", "ms"):
         assert first[key] == second[key], key
     assert first["hash"] == "1234"
+    assert first["hccl"] == "true" and second["hccl"] is None  # deterministic reductions on Ascend (faked: env only)
     assert all(first[k] for k in ("ops.Dropout", "ops.Dropout2D", "ops.Dropout3D", "mint.nn.Dropout",
                                   "mint.nn.functional.dropout"))
     other = _run(7, False, False)

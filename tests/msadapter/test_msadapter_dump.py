@@ -97,3 +97,11 @@ def test_seed_all_on_mindspore_2_0(py39, tmp_path):
     result = json.loads([l for l in out.splitlines() if l.startswith("RESULT")][0][len("RESULT"):])
     assert result == {"numpy": pytest.approx(np.random.RandomState(42).rand()), "ops.Dropout": True,
                       "torch.nn.Dropout": True, "F.dropout": True}
+
+
+def test_readme_api_list_check_command(py39):
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "tools" / "dump" / "README.md").read_text(encoding="utf-8")
+    line = [l for l in text.splitlines() if l.startswith("python3.9 tools/dump/scripts/gen_mindspore_api_list.py")][0]
+    out = py39(line.split()[1:], repo)
+    assert "up to date" in out

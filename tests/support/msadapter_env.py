@@ -153,8 +153,12 @@ def run_py39(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None, t
 
 
 def _host_python() -> str:
-    venv = REPO_ROOT / ".venv" / "bin" / "python"
-    return str(venv) if venv.is_file() else shutil.which("python3") or "python3"
+    """A host python able to build the repo wheels; one with hatchling avoids an isolated build env each time."""
+    candidates = [REPO_ROOT / ".venv" / "bin" / "python", cache_dir() / "buildenv" / "bin" / "python"]
+    for py in candidates:
+        if py.is_file() and subprocess.run([str(py), "-c", "import hatchling"], capture_output=True).returncode == 0:
+            return str(py)
+    return str(candidates[0]) if candidates[0].is_file() else shutil.which("python3") or "python3"
 
 
 def install_repo_packages(paths: Iterable[Union[str, Path]], timeout: float = 600) -> None:

@@ -79,3 +79,14 @@ def test_seed_example_trains_with_value_and_grad_and_hooks_fire(rootfs, tmp_path
     assert ("events [('fwd', 'linear1', (10, 4)), ('fwd', 'linear2', (10, 2)), "
             "('bwd', 'linear2', (10, 2), (10, 4)), ('bwd', 'linear1', (10, 4), (10, 8))") in out
     assert "decreasing True" in out
+
+
+def test_install_repo_packages_gives_the_msprobe_command(rootfs, tmp_path):
+    try:
+        mae.install_repo_packages(["shared"])
+        proc = mae.run_py39(["-c", "import shutil, subprocess; print(shutil.which('msprobe'));"
+                             "subprocess.run(['msprobe', '--help'], check=True)"], cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "/usr/local/bin/msprobe" in proc.stdout and "Usage" in proc.stdout
+    finally:  # keep the shared cached rootfs free of this repo's packages
+        mae.run_py39(["-m", "pip", "uninstall", "-y", "-q", "msprobe-shared"], cwd=tmp_path)

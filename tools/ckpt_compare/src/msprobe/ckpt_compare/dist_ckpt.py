@@ -20,6 +20,10 @@ from .ptfile import TensorRef, load_pt, unpickle_bytes
 
 _SKIP = re.compile(r"^(optimizer\.|rng_state|rerun_state)|/shard_|_extra_state")
 _STACKED = re.compile(r"^decoder\.layers\.(?!\d)")
+# SequentialMLP saves experts as mlp.experts.experts.<global>.X (singleton shards) or stacks them on a
+# second leading axis as mlp.experts.experts.X.
+_EXPERT_NUMBERED = re.compile(r"^mlp\.experts\.experts\.(\d+)\.(.*)$")
+_EXPERT_STACKED = re.compile(r"^mlp\.experts\.experts\.(linear_fc\d\..*)$")
 
 
 def read(path: Path) -> Checkpoint:
@@ -38,18 +42,35 @@ def read(path: Path) -> Checkpoint:
         size = tuple(entry.size)
         chunks = [(tuple(c.offsets), _chunk(path, key, tuple(c.offsets), tuple(c.sizes), where)) for c in entry.chunks]
         base, logical = _logical_name(key)
-        if _STACKED.match(key):
-            for layer in range(size[0]):
-                pieces = [Piece(index0(ref, layer - off[0]), off[1:]) for off, ref in chunks
-                          if off[0] <= layer < off[0] + ref.shape[0]]
-                _add(params, names.normalise(f"decoder.layers.{layer}.{base}"), size[1:], pieces, logical)
-        else:
+        if not _STACKED.match(key):
             _add(params, names.normalise(base), size, [Piece(ref, off) for off, ref in chunks], logical)
+            continue
+        for layer in range(size[0]):
+            stage = _unstack(chunks, layer)
+            numbered = _EXPERT_NUMBERED.match(base)
+            if numbered:  # singleton expert shards: mlp.experts.<global>.linear_fc1.weight
+                name = f"mlp.experts.local_experts.{numbered.group(1)}.{numbered.group(2)}"
+                _add(params, names.normalise(f"decoder.layers.{layer}.{name}"), size[1:], _pieces(stage), logical)
+            elif _EXPERT_STACKED.match(base):  # experts on a second leading axis
+                for expert in range(size[1]):
+                    name = f"decoder.layers.{layer}.mlp.experts.local_experts.{expert}.{_EXPERT_STACKED.match(base).group(1)}"
+                    _add(params, names.normalise(name), size[2:], _pieces(_unstack(stage, expert)), logical)
+            else:
+                _add(params, names.normalise(f"decoder.layers.{layer}.{base}"), size[1:], _pieces(stage), logical)
     for param in params.values():
         check_tiling(param)
     tp = getattr(args, "tensor_model_parallel_size", "?") if args is not None else "?"
     pp = getattr(args, "pipeline_model_parallel_size", "?") if args is not None else "?"
     return Checkpoint(path, "torch_dist", f"torch_dist (saved with TP{tp} PP{pp})", params, args)
+
+
+def _unstack(chunks, i: int):
+    """Chunks covering index ``i`` of the leading axis, with that axis removed."""
+    return [(off[1:], index0(ref, i - off[0])) for off, ref in chunks if off[0] <= i < off[0] + ref.shape[0]]
+
+
+def _pieces(chunks) -> List[Piece]:
+    return [Piece(ref, off) for off, ref in chunks]
 
 
 def _logical_name(key: str) -> Tuple[str, int]:

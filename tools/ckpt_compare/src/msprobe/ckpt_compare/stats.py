@@ -11,7 +11,6 @@ import math
 import os
 import queue
 import threading
-from collections import OrderedDict
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -26,7 +25,7 @@ _NUMPY = {"f4": np.float32, "f8": np.float64, "f2": np.float16, "i8": np.int64, 
 
 
 class Files:
-    """Open file descriptors shared by worker threads (pread needs no seek, so sharing is safe).
+    """Open file descriptors of the worker threads, and a background read-ahead of what comes next.
 
     ``prefetch`` asks the kernel to start reading parameters that will be compared next
     (``POSIX_FADV_WILLNEED`` from a background thread), so the disk stays busy while workers compute;
@@ -34,7 +33,8 @@ class Files:
     """
 
     def __init__(self) -> None:
-        self._fds: "OrderedDict[str, int]" = OrderedDict()
+        self._local = threading.local()
+        self._all: List[int] = []
         self._lock = threading.Lock()
         self._queue: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._prefetcher, daemon=True)
@@ -60,29 +60,33 @@ class Files:
 
     def read(self, ref: TensorRef, offset: int, nbytes: int, into: memoryview) -> None:
         fd = self._fd(str(ref.path))
-        got = os.preadv(fd, [into[:nbytes]], offset)
+        try:
+            got = os.preadv(fd, [into[:nbytes]], offset)
+        except OSError as exc:
+            raise MsprobeError(f"{ref.path}: cannot read ({exc.strerror})") from None
         if got != nbytes:
             raise MsprobeError(f"{ref.path}: file ends before the tensor data does (truncated?)")
 
     def _fd(self, path: str) -> int:
-        with self._lock:
-            if path in self._fds:
-                self._fds.move_to_end(path)
-                return self._fds[path]
+        # One descriptor per thread and file: the kernel keeps read-ahead state per open file, and
+        # two threads reading different places through one descriptor would defeat it.
+        mine = self._local.__dict__.setdefault("fds", {})
+        if path not in mine:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                mine[path] = os.open(path, os.O_RDONLY)
             except OSError as exc:
                 raise MsprobeError(f"{path}: cannot open ({exc.strerror})") from None
-            self._fds[path] = fd
-            return fd
+            with self._lock:
+                self._all.append(mine[path])
+        return mine[path]
 
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join()
         with self._lock:
-            for fd in self._fds.values():
+            for fd in self._all:
                 os.close(fd)
-            self._fds.clear()
+            self._all.clear()
 
 
 def _as_float(raw: np.ndarray, dtype: str) -> np.ndarray:

@@ -373,3 +373,4 @@ def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> No
         else:
             writer.construct(key, value)
     writer.flush()
+

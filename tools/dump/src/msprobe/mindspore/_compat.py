@@ -72,7 +72,10 @@ class TorchOnMindSpore:
 
     def rewrap(self, value: Any, like: Any) -> Any:
         """``value`` (a plain MindSpore tensor from HookBackward) as the adapter's Tensor when ``like`` was one."""
-        if self._cast is None or not isinstance(like, self.tensor_class) or isinstance(value, self.tensor_class):
+        # the MRO, not isinstance/issubclass: MindSpore's tensor metaclass and __subclasshook__ make every
+        # tensor an "instance" of the adapter's class
+        if self._cast is None or self.tensor_class not in type(like).__mro__ or \
+                self.tensor_class in type(value).__mro__:
             return value
         return self._cast(value)
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import mindspore as ms
 import numpy as np
+from mindspore.common import dtype as mstype
 
 from msprobe.dump.adapter import Adapter
 from msprobe.schema import DebuggerConfig
@@ -67,7 +68,7 @@ class MindSporeAdapter(Adapter):
         np.save(path, snapshot)
 
     def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
-        if isinstance(value, ms.dtype.Type) if hasattr(ms.dtype, "Type") else False:
+        if _DTYPE_TYPE is not None and isinstance(value, _DTYPE_TYPE):
             return {"type": "mindspore.dtype", "value": str(value)}
         if isinstance(value, np.ndarray):
             return {"type": "numpy.ndarray", "dtype": str(value.dtype), "shape": list(value.shape),
@@ -86,7 +87,7 @@ class MindSporeAdapter(Adapter):
     # ----- hooks -------------------------------------------------------------------------------------
     def flavour_for(self, models: Sequence[Any]) -> None:
         """Decide native MindSpore or MindTorch from the model (before anything is written)."""
-        torch = detect_torch_adapter(list(models) if models else None) if models else detect_torch_adapter()
+        torch = detect_torch_adapter(list(models) or None)
         self.torch = torch
         self.framework = "mindtorch" if torch else "mindspore"
         self.module_prefix = "Module" if torch else "Cell"
@@ -145,6 +146,9 @@ class MindSporeAdapter(Adapter):
         self.uninstall_forward()
         if self._param_grads is not None:
             self._param_grads.remove()
+
+
+_DTYPE_TYPE = getattr(mstype, "Type", None)
 
 
 def _device() -> str:

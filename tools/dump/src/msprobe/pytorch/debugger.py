@@ -46,6 +46,9 @@ class PrecisionDebugger:
                  tasks: Optional[Dict] = None) -> None:
         config = load_config(config_path).overriding(task=task, dump_path=dump_path, level=level, step=step)
         self.config = config
+        if config.record_nested:  # a clear error rather than a silently ignored setting
+            raise MsprobeError(f"{config.source or 'config'}: field 'record_nested': not supported by the PyTorch "
+                               "adapter yet; only the outermost API of a nested call is recorded")
         self.adapter = TorchAdapter(config.api_list, config.record_nested)
         self.engine = DumpEngine(config, self.adapter, tasks)
         if config.seed is not None:

@@ -90,6 +90,12 @@ CROSS_DEVICE_ENV: Tuple[Tuple[str, str], ...] = (
     ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"),
 )
 
+# Set afresh by every launch or shell: their differences are expected (still listed, as information).
+VOLATILE_ENV = frozenset({"MASTER_PORT", "MASTER_ADDR", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE",
+                          "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
+                          "GROUP_RANK", "ROLE_RANK", "LOCAL_RANK", "RANK", "OLDPWD", "PWD", "SHLVL", "_",
+                          "TMPDIR", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "TERM", "HOSTNAME"})
+
 # Values of these names are never written in clear text.
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)KEY($|_)|APIKEY|API_KEY|ACCESS_KEY|"
                          r"CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PWD$|^PWD_)", re.IGNORECASE)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .catalog import CROSS_DEVICE_ENV, KEY_LIBRARIES, NUMERIC_ENV, canonical_hyper, canonical_library, same_value
+from .catalog import (CROSS_DEVICE_ENV, KEY_LIBRARIES, NUMERIC_ENV, VOLATILE_ENV, canonical_hyper,
+                      canonical_library, same_value)
 from .formats import ERROR, INFO, PASS, WARNING, ItemResult
 
 UNSET = "(unset)"
@@ -41,7 +42,8 @@ def compare_env(bench: Dict[str, str], cmp: Dict[str, str]) -> ItemResult:
             if _norm(b_value, default) != _norm(c_value, default):
                 rows.append((name, name, _show(b_value), _show(c_value), ERROR, why))
         elif b_value != c_value:
-            rows.append((name, name, _show(b_value), _show(c_value), INFO, "not known to change numerics"))
+            why = "set by the launcher or shell" if name in VOLATILE_ENV else "not known to change numerics"
+            rows.append((name, name, _show(b_value), _show(c_value), INFO, why))
     rows.sort(key=lambda row: (row[4] != ERROR, row[0]))
     return ItemResult("env", rows)
 

@@ -34,6 +34,7 @@ RESULT_FILE = "result.xlsx"
 OUT_MARKER = ".msprobe-config-check"
 DEFAULT_PACK = "./config_check_pack.zip"
 DEFAULT_RESULT = "./config_check_result"
+MAX_PACK_BYTES = 4 * 2**30  # a zip bomb is refused before anything is unpacked
 _DIFFS = ("max_relative_diff", "min_relative_diff", "mean_relative_diff", "norm_relative_diff")
 COLUMNS = {
     "env": ("bench_env_name", "cmp_env_name", "bench_value", "cmp_value", "level", "why"),
@@ -108,6 +109,10 @@ def load_pack(path: Path) -> Pack:
     pack = Pack(path=path)
     try:
         with zipfile.ZipFile(path) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+            if total > MAX_PACK_BYTES:
+                raise MsprobeError(f"{path}: unpacks to {total / 2**30:.1f} GiB, more than a config_check pack "
+                                   f"can hold ({MAX_PACK_BYTES / 2**30:.0f} GiB); refusing it")
             for info in archive.infolist():
                 check_entry_name(path, info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):

@@ -141,7 +141,8 @@ def _patch_torch(rec: Recorder) -> None:
         rec.wrap(F, name, f"torch.nn.functional.{name}", when=_training(2))
     for name in ("alpha_dropout", "feature_alpha_dropout"):  # these default to training=False
         rec.wrap(F, name, f"torch.nn.functional.{name}", when=_training(2, default=False))
-    rec.wrap(F, "rrelu", "torch.nn.functional.rrelu", when=lambda *a, **k: bool(k.get("training", a[3] if len(a) > 3 else False)))
+    rec.wrap(F, "rrelu", "torch.nn.functional.rrelu",
+             when=lambda *a, **k: bool(k.get("training", a[3] if len(a) > 3 else False)))
     rec.wrap(F, "gumbel_softmax", "torch.nn.functional.gumbel_softmax")
     _patch_generator(rec, torch)
 

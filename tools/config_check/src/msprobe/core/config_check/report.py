@@ -33,11 +33,12 @@ def collapse_equal(result: ItemResult, name_column: int) -> ItemResult:
             label = f"({len(passing)} tensor{plural} equal)" if len(passing) < len(members) \
                 else f"(all {len(passing)} tensor{plural} equal)"
             filler = [None] * len(COLUMNS[result.name])
-            filler[0], filler[1], filler[name_column], filler[name_column + 1], filler[level_at] = step, rank, label, True, PASS
+            filler[0], filler[1], filler[level_at] = step, rank, PASS
+            filler[name_column], filler[name_column + 1] = label, True
             rows.append(tuple(filler))
     rows.sort(key=lambda row: (row[0], row[1], row[level_at] == PASS, str(row[name_column])))
     differ = sum(1 for row in result.rows if row[level_at] != PASS)
-    counted = f"{differ} of {len(result.rows)} tensor statistics differ" if result.rows else ""
+    counted = f"{differ} of {len(result.rows)} tensors differ" if result.rows else ""
     return ItemResult(result.name, rows, note=result.note, note_level=result.note_level, counted=counted)
 
 

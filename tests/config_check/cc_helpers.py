@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import openpyxl
-import pytest
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
 BIN = Path(sys.executable).parent
 
 
-def msprobe(*args: str, cwd: Optional[Path] = None, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+def msprobe(*args: str, cwd: Optional[Path] = None,
+            env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "msprobe"), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=300)
 
@@ -39,8 +39,3 @@ def clean_env(**extra: str) -> Dict[str, str]:
     env.pop("WORLD_SIZE", None)
     env.update(extra)
     return env
-
-
-@pytest.fixture
-def run_msprobe():
-    return msprobe
