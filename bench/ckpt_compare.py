@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -113,8 +112,12 @@ def main() -> None:
         if out.exists():
             out.unlink()
         drop_cache(paths)
+        read = timed(["cat"] + [str(p) for p in paths], stdout=subprocess.DEVNULL)
+        drop_cache(paths)
         seconds, rss = child_peak_rss(cli)
-        print(f"cold, through the msprobe CLI: {seconds:.2f}s; peak RSS {rss / 2**20:.0f} MiB = {rss / largest:.2f}x largest parameter")
+        print(f"cold, through the msprobe CLI: cat {read:.2f}s, compare {seconds:.2f}s -> read ratio {read / seconds:.2f}; "
+              f"peak RSS {rss / 2**20:.0f} MiB = {rss / largest:.2f}x largest parameter")
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
         if opts.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
@@ -141,3 +140,22 @@ def test_broken_torch_dist(layouts, cli, tmp_path, damage):
         (folder / ".metadata").write_bytes(b"\x80\x04not a pickle")
         expected = (str(folder / ".metadata"),)
     _one_line_error(cli, layouts["core_tp1"], broken, tmp_path / "r.json", *expected)
+
+
+def test_tied_head_and_missing_args(full, cli, tmp_path):
+    tied = argparse.Namespace(num_layers=4, swiglu=True, untie_embeddings_and_output_weights=False)
+    alone = {k: v for k, v in full["dense"].items() if k != "output_layer.weight"}
+    with_head = dict(alone, **{"output_layer.weight": full["dense"]["embedding.word_embeddings.weight"]})
+    writer.write_megatron(tmp_path / "tp1", alone, tied, split_dims=full["dense_dims"], gated=True)
+    writer.write_megatron(tmp_path / "pp2", with_head, tied, pp=2, tp=2, split_dims=full["dense_dims"], gated=True)
+    code, stdout, _ = _run(cli, tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert code == 0 and "output_layer.weight" not in data and all(e["l2"] == 0.0 for e in data.values())
+    assert "tied to the embedding" in stdout
+    for shard in (tmp_path / "pp2" / "iter_0000005").glob("*/model_optim_rng.pt"):
+        state = torch.load(shard, weights_only=False)  # written by this test: trusted
+        del state["args"]
+        torch.save(state, shard)
+    code, stdout, _ = _run(cli, tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r2.json")
+    assert code == 0 and "no 'args', so SwiGLU is unknown" in stdout
+    assert json.loads((tmp_path / "r2.json").read_text())["decoder.layers.0.mlp.linear_fc1.weight"]["l2"] > 0

@@ -1,98 +1,11 @@
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-
-class MLP(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(F.relu(self.fc1(x)))
-
-
-class ConvNet(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
-        self.bn = nn.BatchNorm2d(4)
-        self.head = nn.Linear(4 * 4 * 4, 3)
-
-    def forward(self, x):
-        x = F.max_pool2d(torch.relu(self.bn(self.conv1(x))), 2)
-        return self.head(torch.flatten(x, 1))
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, d: int = 16, heads: int = 2) -> None:
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.mlp = nn.Sequential(nn.Linear(d, 32), nn.GELU(), nn.Linear(32, d))
-
-    def forward(self, x):
-        h = self.ln(x)
-        x = x + self.attn(h, h, h, need_weights=False)[0]
-        return x + self.mlp(x)
-
-
-MODELS = {
-    "mlp": (MLP, lambda: torch.randn(5, 8)),
-    "conv": (ConvNet, lambda: torch.randn(2, 1, 8, 8)),
-    "transformer": (TransformerBlock, lambda: torch.randn(2, 6, 16)),
-}
-
-
-def train(debugger, name: str, steps: int = 2, seed: int = 0):
-    torch.manual_seed(seed)
-    model_cls, make_input = MODELS[name]
-    model = model_cls()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(steps):
-        x = make_input()
-        debugger.start(model=model)
-        loss = model(x).float().pow(2).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        debugger.stop()
-        debugger.step()
-    debugger.flush()
-    return model
-
-
-def numpy_stats(array: np.ndarray):
-    """The reference statistics, computed in float64 with numpy."""
-    if array.dtype == np.bool_:
-        return {"Max": bool(array.any()), "Min": bool(array.all()), "Mean": None, "Norm": None}
-    if array.size == 0:
-        return {"Max": None, "Min": None, "Mean": None, "Norm": None}
-    wide = array.astype(np.float64)
-    return {"Max": float(wide.max()), "Min": float(wide.min()), "Mean": float(wide.mean()),
-            "Norm": float(np.sqrt((wide * wide).sum()))}
-
-
-def assert_stats_match(record: dict, expected: dict, where: str, rel: float = 1e-4) -> None:
-    for key in ("Max", "Min", "Mean", "Norm"):
-        got, want = record[key], expected[key]
-        if want is None or isinstance(want, bool):
-            assert got == want, f"{where}.{key}: {got} != {want}"
-            continue
-        scale = max(abs(want), 1e-6) if key != "Mean" else max(abs(want), expected["Norm"] / 1e3, 1e-6)
-        assert math.isclose(got, want, rel_tol=rel, abs_tol=rel * scale), f"{where}.{key}: {got} != {want}"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # dumphelpers, dist_worker
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from conftest import assert_stats_match, numpy_stats
+from dumphelpers import assert_stats_match, numpy_stats
 from msprobe.pytorch import PrecisionDebugger
 
 

@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import relu  # imported before the debugger exists: still captured
 
-from conftest import assert_stats_match, numpy_stats
+from dumphelpers import assert_stats_match, numpy_stats
 from msprobe.pytorch import PrecisionDebugger
 
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from conftest import assert_stats_match, numpy_stats
+from dumphelpers import assert_stats_match, numpy_stats
 from msprobe.dump import TaskPolicy
 from msprobe.pytorch import PrecisionDebugger, seed_all
 from msprobe.schema import MsprobeError, record_is_finite

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from conftest import MODELS, assert_stats_match, numpy_stats, train
+from dumphelpers import MODELS, assert_stats_match, numpy_stats, train
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs, iter_records, load_construct, load_stack, parse_entry, parse_tensor_file
 

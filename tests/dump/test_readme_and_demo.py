@@ -17,8 +17,15 @@ README = REPO / "tools" / "dump" / "README.md"
 BIN = Path(sys.executable).parent
 
 
+def _pytorch_part():
+    """The PyTorch part; the MindSpore section's commands run in tests/mindspore/test_readme.py."""
+    text = README.read_text(encoding="utf-8")
+    end = text.find("## MindSpore and PyTorch code on MindSpore")
+    return text if end < 0 else text[:end]
+
+
 def _blocks(language):
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+    return re.findall(rf"```{language}\n(.*?)```", _pytorch_part(), flags=re.S)
 
 
 def _commands():

@@ -233,3 +233,43 @@ def test_killed_run_keeps_recorded_entries(tmp_path):
     assert done.returncode == -9
     assert sorted(names(tmp_path)) == [f"Functional.tanh.{i}.forward" for i in range(5)]
     inspect_ok(tmp_path)  # reads the journal of the killed run
+
+
+def test_list_and_data_mode_filters(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "level": "mix",
+                                  "statistics": {"list": ["relu", "fc2"], "data_mode": ["forward"]}}))
+    _run(tmp_path / "d", "mix", task="statistics", config=str(config))
+    recorded = names(tmp_path / "d")
+    assert "MintFunctional.relu.0.forward" in recorded and "Cell.fc2.Dense.forward.0" in recorded
+    assert all(("relu" in n or "fc2" in n) and n.endswith((".forward", ".forward.0")) for n in recorded), recorded
+
+
+class InPlace(nn.Cell):
+    def construct(self, x):
+        x[0] = 5.0  # changes the cell's own input
+        return x * 2
+
+
+class Outer(nn.Cell):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = InPlace()
+
+    def construct(self, x):
+        return self.inner(x)
+
+
+def test_inputs_changed_in_place_keep_their_values_before_the_call(tmp_path):
+    net = Outer()
+    debugger = PrecisionDebugger(dump_path=str(tmp_path), level="mix", task="statistics")
+    debugger.start(model=net)
+    net(ms.Tensor(np.ones((2, 2), np.float32)))
+    debugger.stop()
+    debugger.step()
+    finish(debugger)
+    data = entries(tmp_path)
+    assert data["Tensor.__setitem__.0.forward"]["input_args"][0]["Max"] == 1
+    assert data["Tensor.__mul__.0.forward"]["input_args"][0]["Max"] == 5
+    assert data["Cell.inner.InPlace.forward.0"]["input_args"][0]["Max"] == 1
+    assert data["Cell.inner.InPlace.forward.0"]["output"][0]["Max"] == 10

@@ -92,6 +92,18 @@ def test_user_api_list(py39, tmp_path):
         "Tensor.permute.0.backward", "Tensor.permute.1.forward", "Tensor.permute.1.backward"])
 
 
+def test_jit_function_on_mindspore_2_0(py39, tmp_path):
+    dump = tmp_path / "d"
+    py39([SCRIPTS / "scenarios.py", "jit", dump], tmp_path)
+    expected = np.load(dump / "expected.npz")
+    data = entries(dump)
+    assert "Jit.block.0.forward" in data and "Functional.relu.0.backward" in data
+    backward = data["Jit.block.0.backward"]
+    np.testing.assert_allclose(grad_array(dump, backward, "output", 0), expected["gx"], rtol=1e-5)
+    np.testing.assert_allclose(grad_array(dump, backward, "output", 1), expected["gw"], rtol=1e-5)
+    check_dump_against_npy(dump)
+
+
 def test_seed_all_on_mindspore_2_0(py39, tmp_path):
     out = py39([SCRIPTS / "scenarios.py", "seed", tmp_path / "x"], tmp_path)
     result = json.loads([l for l in out.splitlines() if l.startswith("RESULT")][0][len("RESULT"):])

@@ -60,6 +60,19 @@ elif NAME == "api_list":
     with open(config, "w") as f:
         json.dump({"task": "statistics", "level": "L1", "api_list": os.path.join(DUMP, "..", "my_ops.yaml")}, f)
     run("L1", task=None, model=False, config=config, steps=1)
+elif NAME == "jit":
+    @ms.jit
+    def block(x, w):
+        return ms.ops.tanh(ms.ops.matmul(x, w))
+
+    debugger = PrecisionDebugger(dump_path=DUMP, level="L1", task="tensor")
+    x, w = torch.ones(2, 3), torch.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 10)
+    debugger.start()
+    gx, gw = ms.grad(lambda x, w: F.relu(block(x, w)).sum(), grad_position=(0, 1))(x, w)
+    debugger.forward_backward_dump_end()  # doc 2.1.4: the deprecated name of stop()
+    debugger.step()
+    debugger.flush()
+    np.savez(os.path.join(DUMP, "expected.npz"), gx=gx.asnumpy(), gw=gw.asnumpy())
 elif NAME == "seed":
     seed_all(42, mode=True)
     x = torch.ones(4, 4)

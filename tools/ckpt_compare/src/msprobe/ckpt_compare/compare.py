@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 from . import dist_ckpt, megatron_ckpt, names
 from .locate import iteration_dir
-from .model import Checkpoint, Param
+from .model import Checkpoint
 from .options import CompareOptions
 from .stats import Files, compare, replica_mismatches
 
@@ -39,7 +39,7 @@ def _drop_tied_head(ckpt: Checkpoint) -> None:
     args = ckpt.args
     if args is not None and getattr(args, "untie_embeddings_and_output_weights", True) is False:
         if ckpt.params.pop("output_layer.weight", None) is not None:
-            ckpt.notes.append("output_layer.weight is tied to the embedding: compared as the embedding")
+            ckpt.notes.append(f"{ckpt.path}: output_layer.weight is tied to the embedding; compared once, as the embedding")
 
 
 def run(path1: Path, path2: Path, options: CompareOptions) -> Report:
@@ -151,6 +151,8 @@ def summary(report: Report) -> List[str]:
                          ("replicas differ across ranks", replicas)):
         if items:
             lines.append(f"{label}: {len(items)} ({', '.join(items[:3])}{', ...' if len(items) > 3 else ''})")
+    for ckpt in (report.left, report.right):
+        lines.extend(f"note: {note}" for note in ckpt.notes)
     nonfinite = [n for n, e in entries.items() if "non-finite" in e.get("note", "")]
     if nonfinite:
         lines.append(f"non-finite values: {len(nonfinite)} ({', '.join(nonfinite[:3])})")

@@ -94,6 +94,16 @@ def _add(params: Dict[str, Param], name: str, shape: Tuple[int, ...], pieces: Li
     param.shape = (param.shape[0] + shape[0],) + tuple(shape[1:])
 
 
+def _raw_bytes(file: Path, offset: int) -> bool:
+    """A torch.save blob starts with a zip header (Megatron's torch_dist always writes those)."""
+    with open(file, "rb") as handle:
+        handle.seek(offset)
+        head = handle.read(4)
+    if len(head) < 4:
+        raise MsprobeError(f"{file}: ends before offset {offset} named by .metadata (truncated?)")
+    return head != b"PK\x03\x04"
+
+
 def _chunk(path: Path, key: str, offsets: Tuple[int, ...], sizes: Tuple[int, ...], where) -> TensorRef:
     info = where.get((key, offsets))
     if info is None:
@@ -101,6 +111,9 @@ def _chunk(path: Path, key: str, offsets: Tuple[int, ...], sizes: Tuple[int, ...
     file = path / info.relative_path
     if not file.is_file():
         raise MsprobeError(f"{file}: missing distributed checkpoint file (named by .metadata)")
+    if _raw_bytes(file, int(info.offset)):
+        raise MsprobeError(f"{file}: chunk {list(offsets)} of '{key}' is not a torch.save blob "
+                           f"(safetensors-serialised distributed checkpoints are not supported)")
     ref = load_pt(file, int(info.offset), int(info.length))
     if not isinstance(ref, TensorRef) or tuple(ref.shape) != sizes:
         raise MsprobeError(f"{file}: chunk {list(offsets)} of '{key}' is not a tensor of shape {list(sizes)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Tuple
 
 from msprobe.schema.errors import MsprobeError
 
@@ -27,7 +27,8 @@ def read(path: Path) -> Checkpoint:
     first = load_pt(files[folders[0].name])
     args = first.get("args") if isinstance(first, dict) else None
     tp, pp, ep = _sizes(args)
-    ranks = {_rank(name, args, pp, ep, files[name]): files[name] for name in files}
+    experts = _has_experts(first)
+    ranks = {_rank(name, args, pp, ep, files[name], experts): files[name] for name in files}
     tp = max(tp, 1 + max(r[0] for r in ranks))
     pp = max(pp, 1 + max(r[1] for r in ranks))
     ep = max(ep, 1 + max(r[2] for r in ranks))
@@ -53,7 +54,11 @@ def read(path: Path) -> Checkpoint:
     params = {n: _merge(n, shards, args, tp) for n, shards in grouped.items()}
     vpp = 1 + max(v for (_t, _p, _e, v) in chunks)
     layout = f"TP{tp} PP{pp} EP{ep} VPP{vpp}"
-    return Checkpoint(path, "megatron", layout, params, args)
+    notes = []
+    if args is None and tp > 1 and any(names.is_gated_fc1(n) for n in params):
+        notes.append(f"{files[folders[0].name]}: no 'args', so SwiGLU is unknown: linear_fc1 shards are "
+                     f"concatenated as they are (wrong across TP sizes if the model is gated)")
+    return Checkpoint(path, "megatron", layout, params, args, notes)
 
 
 def _model_file(folder: Path) -> Path:
@@ -68,7 +73,16 @@ def _sizes(args: Any) -> Tuple[int, int, int]:
     return get("tensor_model_parallel_size"), get("pipeline_model_parallel_size"), get("expert_model_parallel_size")
 
 
-def _rank(folder: str, args: Any, pp: int, ep: int, file: Path) -> Rank:
+def _has_experts(state: Any) -> bool:
+    flat: Dict[str, TensorRef] = {}
+    if isinstance(state, dict):
+        for key in state:
+            if str(key).startswith("model"):
+                _flatten(state[key], "", flat)
+    return any(names.is_expert(names.normalise(n)) for n in flat)
+
+
+def _rank(folder: str, args: Any, pp: int, ep: int, file: Path, experts: bool) -> Rank:
     parts = [int(x) for x in RANK_DIR.match(folder).groups() if x is not None]
     if len(parts) == 1:
         return parts[0], 0, 0
@@ -76,6 +90,8 @@ def _rank(folder: str, args: Any, pp: int, ep: int, file: Path) -> Rank:
         return parts[0], parts[1], parts[2]
     # mp_rank_XX_YYY: YYY is the pipeline rank, or the expert rank when there is no pipeline parallelism.
     if args is None:
+        if not experts:  # no expert in the model: there is no expert parallelism either
+            return parts[0], parts[1], 0
         raise MsprobeError(f"{file}: folder {folder} is ambiguous (PP or EP rank) and the checkpoint has no 'args'")
     if pp > 1 and ep > 1:
         raise MsprobeError(f"{file}: folder {folder} lacks the expert rank although args say PP{pp} EP{ep}")

@@ -34,7 +34,7 @@ _STORAGES = {
 ITEMSIZE = {"f4": 4, "f8": 8, "f2": 2, "bf16": 2, "i8": 8, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "b1": 1}
 # Modules whose classes may appear as plain data (enums, config records); they become inert stubs.
 _STUB_PREFIXES = ("megatron.", "mindspeed.", "torch.distributed.checkpoint.", "transformer_engine.",
-                  "numpy", "enum", "_io", "io")
+                  "numpy", "enum", "_io", "io", "pathlib")
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,10 @@ def _rebuild_from_type(func, _new_type, args, _state):
     return func(*args)
 
 
+def _plain_dict(*_args: Any) -> dict:
+    return {}
+
+
 def _stub_class(module: str, name: str) -> type:
     return type(name, (Stub,), {"__module__": module})
 
@@ -125,6 +129,8 @@ class _Unpickler(pickle.Unpickler):
             return str
         if (module, name) == ("collections", "OrderedDict"):
             return collections.OrderedDict
+        if (module, name) == ("collections", "defaultdict"):
+            return _plain_dict  # its default factory is never called
         if (module, name) == ("argparse", "Namespace"):
             return argparse.Namespace
         if module == "builtins" and name in ("set", "frozenset", "slice", "complex"):

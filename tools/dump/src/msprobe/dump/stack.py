@@ -39,9 +39,13 @@ def capture(limit: int = 64) -> List[str]:
     """The caller's stack, innermost first, without this package's own frames (upstream's order)."""
     frame = sys._getframe(1)
     keys = []
+    skip_of = _SKIP.get
     while frame is not None and len(keys) < limit:
         code = frame.f_code
-        if not _skipped(code):
+        skip = skip_of(code)
+        if skip is None:
+            skip = _skipped(code)
+        if not skip:
             keys.append((code, frame.f_lineno))
         frame = frame.f_back
     key = tuple(keys)

@@ -19,7 +19,7 @@ from msprobe.schema import DebuggerConfig
 from . import stats
 from ._compat import TorchOnMindSpore, detect_torch_adapter, tensor_types
 from .api_list import categories, load_api_list
-from .api_wrap import CallRecorder, JitWrapper, NamespaceWrapper, PrimitiveWrapper
+from .api_wrap import CallRecorder, EncodeMode, JitWrapper, NamespaceWrapper, PrimitiveWrapper
 from .cells import CellHooks, ParamGradHooks, named_cells
 from .grads import CallRegistry, GradTap
 
@@ -36,6 +36,7 @@ class MindSporeAdapter(Adapter):
         self.on_host = _device() == "CPU"
         """CPU target: statistics from host memory with numpy; else on the device, read back per batch."""
         self.stats_batch = 1 if self.on_host else 64
+        self.mode = EncodeMode()
         self._api_lists: Dict[str, Dict[str, List[str]]] = {}
         self._namespaces: Optional[NamespaceWrapper] = None
         self._primitives: Optional[PrimitiveWrapper] = None
@@ -56,7 +57,10 @@ class MindSporeAdapter(Adapter):
             bool(getattr(tensor, "requires_grad", False))
 
     def tensor_stats(self, tensor: Any, precision: str, md5: bool) -> Any:
-        return stats.tensor_stats(tensor, precision, md5, on_host=self.on_host)
+        # host statistics are read when the entry is complete (one pipeline wait per entry), except for
+        # tensors a later op may still change in place: module inputs, in-place API inputs, async_dump
+        lazy = not (self.mode.eager or self.config.async_dump)
+        return stats.tensor_stats(tensor, precision, md5, on_host=self.on_host, lazy=lazy)
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.stats_to_host(handles)
@@ -105,7 +109,7 @@ class MindSporeAdapter(Adapter):
             rewrap = self.torch.rewrap if self.torch else (lambda value, like: value)
             self._tap = GradTap(self._tensor_types, rewrap)
             self._registry = CallRegistry(engine)  # outlives start/stop: MindSpore 2.0 reuses old hooks
-            self._recorder = CallRecorder(engine, self._tap, self._registry, self.config.record_nested)
+            self._recorder = CallRecorder(engine, self._tap, self._registry, self.mode, self.config.record_nested)
             self._namespaces = NamespaceWrapper(self._recorder)
             self._prepare_namespaces(self._namespaces)
             self._jit = JitWrapper(self._recorder)
@@ -118,7 +122,7 @@ class MindSporeAdapter(Adapter):
                 self._primitives = PrimitiveWrapper(self._recorder)
                 self._primitives.wrap_model([cell for _, cell in cells] + models)
         if engine.module_level and cells:
-            self._cells = CellHooks(engine, self._tap, self._registry, self.module_prefix)
+            self._cells = CellHooks(engine, self._tap, self._registry, self.mode, self.module_prefix)
             self._cells.install(cells)
         if engine.module_level and cells and ParamGradHooks.available():
             if self._param_grads is None:

@@ -11,7 +11,7 @@ import functools
 import inspect
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ._compat import building_grad
 
@@ -26,13 +26,21 @@ def is_inplace(name: str) -> bool:
     return name.endswith("_") or name.startswith(_INPLACE_PREFIXES)
 
 
+class EncodeMode:
+    """``eager``: statistics of the tensors being encoded must be taken now (they may change in place)."""
+
+    def __init__(self) -> None:
+        self.eager = False
+
+
 class CallRecorder:
     """The forward/backward protocol of one wrapped call, shared by APIs, Tensor methods and Primitives."""
 
-    def __init__(self, engine: Any, tap: Any, registry: Any, record_nested: bool) -> None:
+    def __init__(self, engine: Any, tap: Any, registry: Any, mode: EncodeMode, record_nested: bool) -> None:
         self.engine = engine
         self.tap = tap
         self.registry = registry
+        self.mode = mode
         self.record_nested = record_nested
         self._local = threading.local()
 
@@ -47,12 +55,17 @@ class CallRecorder:
         call = engine.api_begin(prefix, name)
         if call is None:
             return fn(*args, **kwargs)
-        engine.api_inputs(call, args, kwargs)
+        inplace = is_inplace(name)
+        self.mode.eager = inplace
+        try:
+            engine.api_inputs(call, args, kwargs)
+        finally:
+            self.mode.eager = False
         grads = call.want_backward and building_grad()
         n_args = hooked_in = 0
         if grads:
             self.registry.add(call)
-            if not is_inplace(name):
+            if not inplace:
                 args, kwargs, n_args, hooked_in = self.tap.tap_inputs(args, kwargs,
                                                                       self.registry.reporter(call, "output"))
         self._local.depth = self.depth() + 1
@@ -101,12 +114,14 @@ class NamespaceWrapper:
         """Also replace references to the wrapped functions held by the package's own modules
         (``from .functional import linear`` inside nn.Linear), so internal calls are seen too."""
         wrappers = {id(raw): wrapper for owner, _, raw, _, wrapper in self._plan if not inspect.isclass(owner)}
+        planned = {(id(owner), name) for owner, name, _, _, _ in self._plan}
         for module_name, module in list(sys.modules.items()):
             if module is None or not (module_name == package or module_name.startswith(package + ".")):
                 continue
             for attr, value in list(vars(module).items()):
                 wrapper = wrappers.get(id(value)) if callable(value) else None
-                if wrapper is not None and not any(o is module and n == attr for o, n, _, _, _ in self._plan):
+                if wrapper is not None and (id(module), attr) not in planned:
+                    planned.add((id(module), attr))
                     self._plan.append((module, attr, value, True, wrapper))
 
     def apply(self) -> None:

@@ -34,10 +34,11 @@ def direct_parameters(cell: Any) -> Dict[str, Any]:
 class CellHooks:
     """Forward hooks recording ``{Module|Cell}.{path}.{Class}.{forward|backward}.{n}`` entries."""
 
-    def __init__(self, engine: Any, tap: Any, registry: Any, prefix: str) -> None:
+    def __init__(self, engine: Any, tap: Any, registry: Any, mode: Any, prefix: str) -> None:
         self.engine = engine
         self.tap = tap
         self.registry = registry
+        self.mode = mode
         self.prefix = prefix
         self._handles: List[Any] = []
         self._open: Dict[int, List[Any]] = {}
@@ -49,13 +50,18 @@ class CellHooks:
             self._handles.append(cell.register_forward_hook(self._post(cell)))
 
     def _pre(self, path: str, class_name: str, cell: Any):
-        engine, tap, prefix, opened, registry = self.engine, self.tap, self.prefix, self._open, self.registry
+        engine, tap, prefix, opened, registry, mode = (self.engine, self.tap, self.prefix, self._open,
+                                                       self.registry, self.mode)
 
         def pre_hook(_cell_or_id: Any, inputs: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
             if engine.busy or not engine.recording:
                 opened.setdefault(id(cell), []).append(None)
                 return None
-            call = engine.module_begin(path, class_name, tuple(inputs), {}, prefix)
+            mode.eager = True  # the cell's body may change its inputs in place before module_end
+            try:
+                call = engine.module_begin(path, class_name, tuple(inputs), {}, prefix)
+            finally:
+                mode.eager = False
             opened.setdefault(id(cell), []).append(call)
             if call is None or not (call.want_backward and building_grad()):
                 return None

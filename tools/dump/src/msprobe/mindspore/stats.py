@@ -3,7 +3,8 @@
 Two paths, chosen by where the tensor lives:
 
 * CPU (MindSpore's CPU target): the tensor's memory is host memory, so the statistics are numpy
-  float64 reductions of its host copy.
+  float64 reductions of its host copy, taken when the entry is complete (``lazy``: one wait for the op
+  pipeline per entry) or at once for tensors that may still change in place.
   MindSpore's own CPU kernels would cost a PyNative op dispatch each and a pipeline wait anyway.
 * Ascend / GPU: five reductions started on the device (max, min, mean, sum of squares, any-NaN) per
   tensor; :func:`stats_to_host` concatenates a whole batch and copies it to the host once. No norm
@@ -51,10 +52,14 @@ class StatHandle:
         self.values, self.vector, self.tensor, self.md5 = values, vector, tensor, md5
 
 
-def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host: bool = True) -> StatHandle:
-    """Statistics of one tensor: computed now from host memory (``on_host``), else started on the device."""
+def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host: bool = True,
+                 lazy: bool = False) -> StatHandle:
+    """Statistics of one tensor: from host memory (``on_host``; with ``lazy``, when the batch is read, so
+    the pipeline is waited for once per entry instead of once per tensor), else started on the device."""
     name = dtype_name(tensor)
     supported = name == "Bool" or name in _INT_TYPES or name in _FLOAT_TYPES
+    if on_host and lazy and not md5:
+        return StatHandle(None, None, tensor if supported and tensor.size else None)
     if on_host or md5 or name == "Bool":
         array = to_numpy(tensor) if (supported or md5) and tensor.size else None
         values = numpy_stats(array, precision) if supported and array is not None else dict.fromkeys(STAT_KEYS)
@@ -100,7 +105,9 @@ def stats_to_host(handles: Sequence[StatHandle]) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     offset = 0
     for handle in handles:
-        if handle.vector is None:
+        if handle.values is None and handle.vector is None:  # lazy host statistics
+            stats = numpy_stats(to_numpy(handle.tensor)) if handle.tensor is not None else dict.fromkeys(STAT_KEYS)
+        elif handle.vector is None:
             stats = dict(handle.values)
         else:
             stats = _device_values(host[offset:offset + 5], handle.tensor)

@@ -48,7 +48,7 @@ class TorchAdapter(Adapter):
         if hit is not None and hit[0] is tensor and hit[1] == version:
             return hit[2]
         handle = stats.reduce(tensor, precision, md5)
-        if len(self._stat_cache) >= 256:
+        if len(self._stat_cache) >= 16:  # reuse is almost always immediate; do not hold activations long
             self._stat_cache.clear()
         self._stat_cache[key] = (tensor, version, handle)
         return handle

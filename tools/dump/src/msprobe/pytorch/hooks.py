@@ -15,6 +15,9 @@ from msprobe.dump.engine import Call, DumpEngine
 from .api_list import ApiTable
 
 
+set_grad = torch._C._set_grad_enabled
+
+
 def _inplace(name: str) -> bool:
     if name.startswith("__"):
         return name.startswith("__i") or name == "__setitem__"
@@ -98,8 +101,13 @@ class DumpMode(TorchFunctionMode):
 
 
 def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
-    engine.api_inputs(call, args, kwargs)
-    if call.want_backward and torch.is_grad_enabled() and not _inplace(name):
+    grad_mode = torch.is_grad_enabled()
+    set_grad(False)  # statistics never need autograd
+    try:
+        engine.api_inputs(call, args, kwargs)
+    finally:
+        set_grad(grad_mode)
+    if call.want_backward and grad_mode and not _inplace(name):
         engine.busy = True
         try:
             output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs))
@@ -107,7 +115,11 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) 
             engine.busy = False
     else:
         output = func(*args, **kwargs)
-    engine.api_outputs(call, output)
+    set_grad(False)
+    try:
+        engine.api_outputs(call, output)
+    finally:
+        set_grad(grad_mode)
     return output
 
 
@@ -130,6 +142,7 @@ class Hooks:
         self._patched: List[Tuple[Any, str, Any]] = []
         self._module_handles: List[Any] = []
         self._grad_handles: List[Any] = []
+        self._hooked_params: set = set()
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
@@ -158,6 +171,7 @@ class Hooks:
         for handle in self._grad_handles:
             handle.remove()
         self._grad_handles.clear()
+        self._hooked_params.clear()
 
     # ----- torch.distributed (not overridable: the module's functions are patched while dumping) --
     def _patch_distributed(self) -> None:
@@ -201,7 +215,8 @@ class Hooks:
             self._module_handles.append(module.register_forward_hook(
                 self._post_hook(module, calls), with_kwargs=True))
             for name, param in module.named_parameters(recurse=False):
-                if param.requires_grad:
+                if param.requires_grad and (id(module), name) not in self._hooked_params:
+                    self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
                     self._grad_handles.append(param.register_hook(
                         self._param_hook((self.engine.adapter.module_prefix, full, class_name), name)))
 
@@ -211,9 +226,14 @@ class Hooks:
         def pre(module, args, kwargs):
             if engine.busy:
                 return None
-            call = engine.module_begin(path, class_name, args, kwargs)
+            grad_mode = torch.is_grad_enabled()
+            set_grad(False)
+            try:
+                call = engine.module_begin(path, class_name, args, kwargs)
+            finally:
+                set_grad(grad_mode)
             calls.append(call)
-            if call is None or not (call.want_backward and torch.is_grad_enabled()):
+            if call is None or not (call.want_backward and grad_mode):
                 return None
             engine.busy = True
             try:
@@ -253,7 +273,12 @@ class Hooks:
                 if expect_in or count[0]:
                     engine.backward_expect(call, n_out, n_args, count[0], expect_in)
             params = dict(mod.named_parameters(recurse=False)) if call.want_forward else None
-            engine.module_end(call, output, params or None)
+            grad_mode = torch.is_grad_enabled()
+            set_grad(False)
+            try:
+                engine.module_end(call, output, params or None)
+            finally:
+                set_grad(grad_mode)
             return new_output
         return post
 

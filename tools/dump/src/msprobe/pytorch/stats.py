@@ -28,7 +28,8 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     Floats accumulate in float32, in float64 for float64 tensors, ``precision: high`` and large CPU
     tensors; integers in float64; bool gives any/all. Mean = sum / numel on the host.
     """
-    t = tensor.detach()
+    # the hooks run the reductions with grad mode off: detach only when it is on (detach costs a tensor)
+    t = tensor.detach() if tensor.requires_grad and torch.is_grad_enabled() else tensor
     crc = _crc(t) if md5 else None
     numel = t.numel()
     kind = _KINDS.get(t.dtype)
