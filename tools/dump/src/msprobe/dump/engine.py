@@ -102,6 +102,7 @@ class DumpEngine:
         self._counters.clear()
         self._open_backward.clear()
         self._modules.clear()
+        self._metadata = []  # construct nodes of a step that wrote no entry
         self.filter.new_step()
 
     def close(self) -> None:

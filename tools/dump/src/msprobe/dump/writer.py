@@ -6,7 +6,7 @@ import os
 import queue
 import sys
 import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 
 class TensorFileWriter:
@@ -17,6 +17,7 @@ class TensorFileWriter:
         # bounded: when the disk is slower than the training, the hook waits instead of piling up copies
         self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue(maxsize=4096)
         self._thread: Optional[threading.Thread] = None
+        self._recent: Dict[int, Tuple[Any, str]] = {}
         self.errors = 0
         self.written = 0
         self.bytes = 0
@@ -41,7 +42,7 @@ class TensorFileWriter:
                 if callable(snapshot):
                     snapshot()
                     continue
-                self._save(snapshot, path)
+                self._write(snapshot, path)
                 self.written += 1
                 self.bytes += os.path.getsize(path)
             except Exception as exc:  # a full disk must not kill training; say it once per file
@@ -49,6 +50,21 @@ class TensorFileWriter:
                 print(f"msprobe: warning: cannot write {item[1] if item else '?'}: {exc}", file=sys.stderr)
             finally:
                 self._queue.task_done()
+
+    def _write(self, snapshot: Any, path: str) -> None:
+        """Save, or hard-link when the adapter handed the same snapshot again (one API's output is the next
+        one's input: same bytes under two names, serialised once)."""
+        earlier = self._recent.get(id(snapshot))
+        if earlier is not None and earlier[0] is snapshot:
+            try:
+                os.link(earlier[1], path)
+                return
+            except OSError:  # no hard links here (or the first file failed): write it again
+                pass
+        self._save(snapshot, path)
+        if len(self._recent) >= 64:
+            self._recent.clear()
+        self._recent[id(snapshot)] = (snapshot, path)
 
     def drain(self) -> None:
         """Block until every queued file is on disk (end of a step, stop, exit)."""

@@ -26,6 +26,7 @@ class TorchAdapter(Adapter):
         self.stats_batch = 1 if not torch.cuda.is_available() else 64
         self._hooks = None
         self._stat_cache: Dict[int, Tuple[Any, int, Any]] = {}
+        self._snap_cache: Dict[int, Tuple[Any, int, Any]] = {}
 
     # ----- tensors -----------------------------------------------------------------------------
     def is_tensor(self, value: Any) -> bool:
@@ -54,19 +55,34 @@ class TorchAdapter(Adapter):
         return handle
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
-        """``view`` is an identity view of ``original`` (backward gating): same statistics."""
-        hit = self._stat_cache.get(id(original))
-        if hit is not None and hit[0] is original:
-            self._stat_cache[id(view)] = (view, view._version, hit[2])
+        """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot."""
+        for cache in (self._stat_cache, self._snap_cache):
+            hit = cache.get(id(original))
+            if hit is not None and hit[0] is original:
+                cache[id(view)] = (view, view._version, hit[2])
 
     def forget(self) -> None:
-        """End of a dumped window: release the tensors the statistics cache holds."""
+        """End of a dumped window: release the tensors the caches hold."""
         self._stat_cache.clear()
+        self._snap_cache.clear()
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.to_host(handles)
 
     def snapshot(self, tensor: torch.Tensor) -> Any:
+        # the same unchanged tensor object gets the same snapshot: the writer links instead of re-saving
+        key = id(tensor)
+        hit = self._snap_cache.get(key)
+        version = tensor._version
+        if hit is not None and hit[0] is tensor and hit[1] == version:
+            return hit[2]
+        snap = self._take_snapshot(tensor)
+        if len(self._snap_cache) >= 16:
+            self._snap_cache.clear()
+        self._snap_cache[key] = (tensor, version, snap)
+        return snap
+
+    def _take_snapshot(self, tensor: torch.Tensor) -> Any:
         t = tensor.detach()
         if t.device.type == "cpu":
             return t.clone()
