@@ -28,11 +28,6 @@ def test_readme_commands(tmp_path):
         words = shlex.split(command)
         done = subprocess.run([str(BIN / words[0])] + words[1:], cwd=tmp_path, env=clean_env(),
                               capture_output=True, text=True, timeout=600)
-        if words[:2] == ["msprobe", "demo"] and done.returncode:
-            # the demo runs every installed tool: judge only the config_check part here
-            failed = [line for line in done.stderr.splitlines() if "demo parts failed" in line]
-            assert failed and "config_check" not in failed[0], done.stderr[-2000:]
-            continue
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
     assert summary(tmp_path / "config_check_result")["weights"] == "error"  # collected on one side only
     assert set(summary(tmp_path / "ci_result").values()) == {"pass", "warning"}

@@ -222,7 +222,10 @@ class JitWrapper:
     def wrap(self) -> int:
         import importlib
         seen = set()
+        found_names = set()
         for module_name, class_name in _JIT_EXECUTORS:
+            if found_names:
+                break  # the executors are alternatives by version; importing the deprecated module prints a warning
             try:
                 cls = getattr(importlib.import_module(module_name), class_name, None)
             except Exception:  # module absent in this version
@@ -230,6 +233,7 @@ class JitWrapper:
             if cls is None or cls in seen or hasattr(cls.__call__, _ORIGINAL):
                 continue
             seen.add(cls)
+            found_names.add(class_name)
             self._saved.append((cls, cls.__dict__["__call__"]))
             cls.__call__ = self._wrapper(cls.__dict__["__call__"])
         return len(self._saved)

@@ -1,156 +1,54 @@
-"""PrecisionDebugger for MindSpore and for torch code on MindSpore (MSAdapter / MindTorch), doc 29 §2.1."""
+"""PrecisionDebugger for MindSpore and for torch code on MindSpore (MSAdapter / MindTorch), doc 29 §2.1.
+
+The shared part lives in msprobe.dump.debugger; this class supplies the adapter and MindSpore's types.
+"""
 from __future__ import annotations
 
-import warnings
-import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Tuple
 
-from msprobe.dump.engine import DumpEngine
-from msprobe.schema import MsprobeError, load_config
+from msprobe.dump.debugger import BaseDebugger
+from msprobe.schema import DebuggerConfig
 
 from ._compat import building_grad, can_hook_parameters, tensor_types
 from .adapter import MindSporeAdapter
 
-# The debugger whose window is open (start..stop): two open windows would record each other's hooks.
-_OPEN: List["weakref.ref"] = []
-# The most recently created debugger, for upstream's class-level calls (PrecisionDebugger.start()).
-_LATEST: List["weakref.ref"] = []
 
-
-class _Either:
-    """A method callable on an instance or, as upstream allows, on the class (the latest instance)."""
-
-    def __init__(self, func) -> None:
-        self.func = func
-        self.__doc__ = func.__doc__
-
-    def __get__(self, obj, owner):
-        if obj is None:
-            obj = _LATEST[0]() if _LATEST else None
-            if obj is None:
-                raise MsprobeError(f"PrecisionDebugger.{self.func.__name__}(): create a PrecisionDebugger first")
-        return self.func.__get__(obj, owner)
-
-
-class PrecisionDebugger:
+class PrecisionDebugger(BaseDebugger):
     """Dump configuration and controls: ``start(model)``, ``stop()``, ``step()``, ``save(...)``.
 
     ``PrecisionDebugger(config_path=None, task=None, dump_path=None, level=None, step=None)``; the
     arguments override the same fields of config.json. Backward data comes from ``ms.grad`` /
-    ``ms.value_and_grad`` run between ``start`` and ``step``.
+    ``ms.value_and_grad`` run between ``start`` and ``step``. At L1 a model given to ``start`` adds the
+    Primitive objects its cells hold (doc 2.1.1); ``save`` records gradients under ms.grad with
+    MindSpore >= 2.1; ``forward_backward_dump_end`` is the deprecated name of ``stop`` (doc 2.1.4).
     """
 
-    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
-                 dump_path: Optional[str] = None, level: Optional[str] = None, step: Any = None,
-                 tasks: Optional[Dict] = None) -> None:
-        config = load_config(config_path).overriding(task=task, dump_path=dump_path, level=level, step=step)
-        self.config = config
-        self.adapter = MindSporeAdapter(config)
-        self.engine = DumpEngine(config, self.adapter, tasks)
-        if config.seed is not None:
-            from .seed import seed_all
+    _family = "mindspore"
+    _hold_latest = False  # the latest debugger is referenced weakly
+    _model_needed = "the Cell / torch Module (or a list of them)"
+    _model_expected = "a mindspore.nn.Cell (or an MSAdapter torch.nn.Module)"
 
-            seed_all(config.seed, config.is_deterministic)
-        _LATEST[:] = [weakref.ref(self)]
+    def _make_adapter(self, config: DebuggerConfig) -> MindSporeAdapter:
+        return MindSporeAdapter(config)
 
-    @_Either
-    def start(self, model: Any = None) -> None:
-        """Open the dump window of the current step. L0/mix need ``model``; at L1 a model adds the
-        Primitive objects its cells hold (doc 2.1.1)."""
-        models = _models(model, self.config.level)
-        if self._is_open():
-            return
-        other = _OPEN[0]() if _OPEN else None
-        if other is not None and other is not self:
-            raise MsprobeError("PrecisionDebugger.start(): another PrecisionDebugger "
-                               f"(dump_path '{other.config.dump_path}') is started; call its stop() first")
-        if self.engine.finished or not self.engine.begin():
-            return
-        _OPEN[:] = [weakref.ref(self)]
-        self.adapter.install(self.engine, models)
+    def _seed_all(self, seed: int, deterministic: bool) -> None:
+        from .seed import seed_all
 
-    @_Either
-    def stop(self) -> None:
-        """Close the window: no new calls are recorded; gradients of recorded calls still are until step()."""
-        if self._is_open():
-            _OPEN.clear()
-            self.adapter.uninstall_forward()
-            self.engine.end()
+        seed_all(seed, deterministic)
 
-    @_Either
-    def step(self) -> None:
-        """End the step: files of this step become final, counters restart, the step number grows."""
-        self.stop()
-        self.engine.next_step()
-        self.adapter.uninstall_all()
+    @staticmethod
+    def _tensor_types() -> Tuple[type, ...]:
+        return tensor_types()
 
-    @_Either
-    def flush(self) -> None:
-        """Wait until the files of finished steps are final (step() completes them in the background)."""
-        self.engine.wait()
+    @staticmethod
+    def _model_types() -> Tuple[type, ...]:
+        from mindspore import nn
 
-    @_Either
-    def forward_backward_dump_end(self) -> None:
-        """Deprecated name of stop() (doc 2.1.4)."""
-        warnings.warn("forward_backward_dump_end() is deprecated: use stop()", DeprecationWarning, stacklevel=3)
-        self.stop()
+        return (nn.Cell,)
 
-    @_Either
-    def save(self, variable: Any, name: str, save_backward: bool = True) -> None:
-        """Record ``variable`` as ``Debug.{name}.{n}.forward`` and, under ms.grad with MindSpore >= 2.1,
-        its gradient as ``Debug.{name}.{n}.backward``."""
-        if not isinstance(name, str) or not name:
-            raise MsprobeError("PrecisionDebugger.save(): argument 'name': expected a non-empty string")
-        if not isinstance(variable, (dict, list, tuple, int, float, str) + tensor_types()):
-            raise MsprobeError("PrecisionDebugger.save(): argument 'variable': expected a dict, list, tuple, "
-                               f"tensor, int, float or str, got {type(variable).__name__}")
-        engine = self.engine
-        if not engine.wants_this_step():
-            return
-        index = engine.save_variable(name, variable)
-        if save_backward and building_grad() and can_hook_parameters():
-            self._hook_saved_grads(name, index, variable)
+    def _records_grads(self) -> bool:
+        return building_grad() and can_hook_parameters()
 
-    def _hook_saved_grads(self, name: str, index: int, variable: Any) -> None:
-        engine = self.engine
-        tensors = [t for t in _flat_tensors(variable) if str(t.dtype).startswith(("Float", "BFloat"))]
-        grads: Dict[int, Any] = {}
-
-        def hook_for(i: int):
-            def hook(grad: Any) -> None:
-                grads[i] = grad
-                if len(grads) == len(tensors):
-                    value = grads[0] if len(tensors) == 1 else [grads[k] for k in range(len(tensors))]
-                    engine.save_variable(name, value, "backward", index)
-            return hook
-        for i, tensor in enumerate(tensors):
-            tensor.register_hook(hook_for(i))
-
-    def _is_open(self) -> bool:
-        return bool(_OPEN) and _OPEN[0]() is self
-
-
-def _flat_tensors(value: Any) -> List[Any]:
-    if isinstance(value, tensor_types()):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _flat_tensors(v)]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat_tensors(v)]
-    return []
-
-
-def _models(model: Any, level: str) -> List[Any]:
-    from mindspore import nn
-
-    if model is None:
-        if level in ("L0", "mix"):
-            raise MsprobeError(f"PrecisionDebugger.start(): argument 'model': level {level} records modules, "
-                               "so start(model=...) needs the Cell / torch Module (or a list of them)")
-        return []
-    if isinstance(model, nn.Cell):
-        return [model]
-    if isinstance(model, (list, tuple)) and model and all(isinstance(m, nn.Cell) for m in model):
-        return list(model)
-    raise MsprobeError("PrecisionDebugger.start(): argument 'model': expected a mindspore.nn.Cell (or an "
-                       f"MSAdapter torch.nn.Module) or a list/tuple of them, got {type(model).__name__}")
+    @staticmethod
+    def _grad_tensor(tensor: Any) -> bool:
+        return str(tensor.dtype).startswith(("Float", "BFloat"))

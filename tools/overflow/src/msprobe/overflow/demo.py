@@ -82,7 +82,8 @@ def run(ctx: Any) -> str:
         return str(dump_path)
     chain = " <- ".join(origin.construct_info) or "-"
     ctx.say(f"online overflow_check wrote {dump_path}")
-    ctx.say(f"overflow found on {origin.rank.label}: {origin.op_name} (module chain: {chain})")
+    where = origin.rank.label if origin.rank.rank is not None else "the single (non-distributed) rank"
+    ctx.say(f"overflow found on {where}: {origin.op_name} (module chain: {chain})")
     for path in reports:
         ctx.say(f"analysis: {path}")
     return str(dump_path)
