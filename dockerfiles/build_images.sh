@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Build the msprobe docker images without Docker Hub and with no network during `docker build`.
 #
-#   dockerfiles/build_images.sh [image...]      images: base msadapter dump overflow config_check ckpt_compare op_generate
+#   dockerfiles/build_images.sh [image...]      images: base msadapter dump overflow config_check ckpt_compare
 #                                               (default: all). Tool images imply base.
 #
 #   msprobe-base:py311        debootstrap bookworm minbase + python3 python3-pip python3-venv, `docker import`ed
 #                             (tarball cached as $MSPROBE_CACHE/images/bookworm-py311.tar)
 #   msprobe-msadapter:py39    the bullseye rootfs of dockerfiles/msadapter/build_rootfs.sh (py3.9, mindspore 2.0.0,
 #                             msadapter 0.1.0), `docker import`ed
-#   msprobe-<tool>:latest     from dockerfiles/<tool>/Dockerfile on msprobe-base:py311: repo packages (shared first)
+#   msprobe-<tool>:latest     from dockerfiles/tool.Dockerfile on msprobe-base:py311: repo packages (shared first)
 #                             as wheels built on the host + third-party wheels from `pip download` on the host
 #                             ($MSPROBE_CACHE/wheelhouse/<tool>), `docker build --network none`.
-#                             A tool whose tools/<tool>/pyproject.toml is missing is skipped (op_generate then
-#                             gets shared only). A tool with dockerfiles/<tool>/uses-torch is built on
+#                             A tool whose tools/<tool>/pyproject.toml is missing is skipped
+#                             (op_generate, not built yet). A tool with dockerfiles/<tool>/uses-torch is built on
 #   msprobe-torch:py311       msprobe-base + venv /opt/msprobe with torch 2.13.0+cpu (dockerfiles/torch/), so the
 #                             torch layer is shared (dump, ckpt_compare).
 # Everything is cached under ${MSPROBE_CACHE:-$HOME/.cache/msprobe}; an unchanged input is not rebuilt.
@@ -25,7 +25,7 @@ CACHE="${MSPROBE_CACHE:-$HOME/.cache/msprobe}"
 export MSPROBE_CACHE="$CACHE"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 export DOCKER_BUILDKIT=0   # no buildx plugin here; the classic builder does --network none builds
-ALL_TOOLS=(dump overflow config_check ckpt_compare op_generate)
+ALL_TOOLS=(dump overflow config_check ckpt_compare)
 
 log() { echo "[build_images] $*" >&2; }
 die() { echo "[build_images] error: $*" >&2; exit 1; }
@@ -148,13 +148,10 @@ build_torch() {
 # ---------------------------------------------------------------- msprobe-<tool>
 build_tool() {
     local tool="$1" name="msprobe-${1//_/-}"
-    local dockerfile="$HERE/$tool/Dockerfile"
-    [[ -f "$dockerfile" ]] || die "$dockerfile missing"
+    local dockerfile="$HERE/tool.Dockerfile"  # one recipe for every tool: only the packages differ
     local dirs=()
     if [[ -f "$REPO/tools/$tool/pyproject.toml" ]]; then
         dirs=("tools/$tool")
-    elif [[ "$tool" == "op_generate" ]]; then
-        log "tools/op_generate/pyproject.toml missing: $name gets shared only"
     else
         log "skip $name: tools/$tool/pyproject.toml missing"
         return 0
@@ -200,7 +197,7 @@ main() {
     local item need_base=0
     for item in "${wanted[@]}"; do
         case "$item" in
-            base|dump|overflow|config_check|ckpt_compare|op_generate) need_base=1 ;;
+            base|dump|overflow|config_check|ckpt_compare) need_base=1 ;;
             msadapter) ;;
             *) die "unknown image '$item' (expected: base msadapter ${ALL_TOOLS[*]})" ;;
         esac

@@ -23,7 +23,6 @@ TOOL_IMAGES = {
     "overflow": "msprobe-overflow",
     "config_check": "msprobe-config-check",
     "ckpt_compare": "msprobe-ckpt-compare",
-    "op_generate": "msprobe-op-generate",
 }
 SMALL_DUMP = Path("test/msprobe_test/visualization_ut/input/step0/rank0")
 
@@ -79,7 +78,7 @@ def built(docker_daemon) -> dict:
     images = {}
     for tool, image in TOOL_IMAGES.items():
         has_package = (REPO / "tools" / tool / "pyproject.toml").is_file()
-        if has_package or tool == "op_generate":
+        if has_package:
             images[tool] = image
         else:
             assert f"skip {image}" in proc.stderr, proc.stderr
@@ -146,16 +145,6 @@ def test_ckpt_compare_image_has_cpu_torch(built):
                                                "import torch, msprobe.ckpt_compare; print('torch', torch.__version__)"])
     assert proc.returncode == 0, _tail(proc)
     assert "torch 2.13.0+cpu" in proc.stdout, proc.stdout
-
-
-def test_op_generate_image(built):
-    if (REPO / "tools" / "op_generate" / "pyproject.toml").is_file():
-        proc = _docker_run(built["op_generate"], ["msprobe", "op_generate", "--help"])
-        assert proc.returncode == 0, _tail(proc)
-        assert "not installed" not in proc.stdout, proc.stdout
-    else:  # shared only: the command root says how to get the tool
-        proc = _docker_run(built["op_generate"], ["msprobe", "--help"])
-        assert proc.returncode == 0 and "op_generate" in proc.stdout, _tail(proc)
 
 
 def test_msadapter_image_runs_mindspore_and_the_py39_packages(built):

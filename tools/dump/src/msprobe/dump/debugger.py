@@ -19,7 +19,7 @@ from .engine import DumpEngine
 # windows would record each other's hooks, and the most recently created debugger, for upstream's
 # class-level calls (PrecisionDebugger.start()).
 _OPEN: Dict[str, "weakref.ref"] = {}
-_LATEST: Dict[str, Any] = {}
+_LATEST: Dict[str, "BaseDebugger"] = {}
 
 
 class _Either:
@@ -47,7 +47,6 @@ class BaseDebugger:
     # Which registry of open / latest debuggers this class shares (one per adapter package).
     _family = ""
     # True: the latest debugger is held strongly, as upstream scripts create it without keeping a reference.
-    _hold_latest = True
     # How start()'s errors name the model: "needs {_model_needed}", "expected {_model_expected} or a list/tuple".
     _model_needed = "the model (or a list of them)"
     _model_expected = "a model"
@@ -61,7 +60,7 @@ class BaseDebugger:
         self.engine = DumpEngine(config, self.adapter, tasks)
         if config.seed is not None:
             self._seed_all(config.seed, config.is_deterministic)
-        _LATEST[self._family] = self if self._hold_latest else weakref.ref(self)
+        _LATEST[self._family] = self  # upstream scripts call PrecisionDebugger.start() without keeping it
 
     # --- what a framework supplies -------------------------------------------------------------------------
 
@@ -113,7 +112,13 @@ class BaseDebugger:
         if self.engine.finished or not self.engine.begin():
             return
         _OPEN[self._family] = weakref.ref(self)
-        self.adapter.install(self.engine, models)
+        try:
+            self.adapter.install(self.engine, models)
+        except BaseException:  # a half-open window would block every later start()
+            del _OPEN[self._family]
+            self.adapter.uninstall_all()
+            self.engine.end()
+            raise
 
     @_Either
     def stop(self) -> None:
@@ -161,8 +166,7 @@ class BaseDebugger:
 
     @classmethod
     def _latest(cls) -> Any:
-        held = _LATEST.get(cls._family)
-        return held() if isinstance(held, weakref.ref) else held
+        return _LATEST.get(cls._family)
 
     def _is_open(self) -> bool:
         ref = _OPEN.get(self._family)

@@ -21,6 +21,7 @@ from . import stack
 from .adapter import Adapter
 from .entry import Encoder, PendingTensor, place
 from .filters import EntryFilter
+from .stepfiles import StepWriter
 from .tasks import TaskPolicy, resolve_task
 
 
@@ -126,7 +127,7 @@ class DumpEngine:
             header = {"task": self.config.task, "level": self.config.level, "framework": self.adapter.framework,
                       "dump_data_dir": tensor_dir}
             # one flush per entry (not per journal line): an entry is on the kernel's side once recorded
-            self._rank_writer = RankWriter(self._rank_dir, header, autoflush=False)
+            self._rank_writer = StepWriter(self._rank_dir, header)
         return self._rank_writer
 
     def _file_writer(self):
@@ -312,13 +313,15 @@ class DumpEngine:
         handles = [t.handle for _, _, tensors, _ in pending for t in tensors]
         values = self.adapter.stats_to_host(handles) if handles else []
         position = 0
-        writer = self._writer()
+        writer = None
         for name, entry, tensors, frames in pending:
             for tensor in tensors:
                 tensor.record.update(values[position])
                 position += 1
             if self.finished or not self.task.keep(name, entry):
                 continue
+            if writer is None:  # the step/rank directory appears with its first written entry, not before
+                writer = self._writer()
             if self.task.save_tensors:
                 self._queue_files(name, tensors)
             writer.entry(name, entry)
@@ -355,8 +358,7 @@ class DumpEngine:
             if writer is not None and not writer.closed:
                 self._write_metadata(writer)
                 if final:  # the three JSON files are written once per step, from the journal, off the hot path
-                    self._file_writer().call(lambda: writer.finalize(remove_journal=True, indent=None),
-                                             str(writer.rank_dir))
+                    self._file_writer().call(writer.finish, str(writer.rank_dir))
                     self._rank_writer = None
                 else:
                     writer.flush()

@@ -2,6 +2,7 @@
 ``sys._getframe`` and each (code, line) is formatted once per process."""
 from __future__ import annotations
 
+import dis
 import linecache
 import os
 import sys
@@ -13,10 +14,28 @@ _SKIP_DIRS = (os.sep + os.path.join("msprobe", "dump") + os.sep, os.sep + os.pat
               os.sep + os.path.join("msprobe", "mindspore") + os.sep)
 
 
-def _frame_line(code, lineno: int) -> str:
-    key = (code, lineno)
+def _line_of(code, lasti: int) -> int:
+    """The source line of bytecode offset ``lasti`` (what ``frame.f_lineno`` computes on every access)."""
+    line = code.co_firstlineno
+    if not hasattr(code, "co_lines"):  # Python 3.9
+        for start, number in dis.findlinestarts(code):
+            if start > lasti:
+                break
+            line = number
+        return line
+    for start, end, number in code.co_lines():
+        if start <= lasti < end:
+            return number if number is not None else line
+        if number is not None:
+            line = number
+    return line
+
+
+def _frame_line(code, lasti: int) -> str:
+    key = (code, lasti)
     text = _FORMATTED.get(key)
     if text is None:
+        lineno = _line_of(code, lasti)
         source = linecache.getline(code.co_filename, lineno).strip()
         text = f"File {code.co_filename}, line {lineno}, in {code.co_name}, \n {source}"
         _FORMATTED[key] = text
@@ -45,12 +64,12 @@ def capture(limit: int = 64) -> List[str]:
         skip = skip_of(code)
         if skip is None:
             skip = _skipped(code)
-        if not skip:
-            keys.append((code, frame.f_lineno))
+        if not skip:  # f_lasti, not f_lineno: the line number is decoded once per (code, offset), not per call
+            keys.append((code, frame.f_lasti))
         frame = frame.f_back
     key = tuple(keys)
     frames = _STACKS.get(key)
     if frames is None:
-        frames = [_frame_line(code, line) for code, line in keys]
+        frames = [_frame_line(code, lasti) for code, lasti in keys]
         _STACKS[key] = frames
     return frames

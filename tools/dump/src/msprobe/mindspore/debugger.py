@@ -24,7 +24,6 @@ class PrecisionDebugger(BaseDebugger):
     """
 
     _family = "mindspore"
-    _hold_latest = False  # the latest debugger is referenced weakly
     _model_needed = "the Cell / torch Module (or a list of them)"
     _model_expected = "a mindspore.nn.Cell (or an MSAdapter torch.nn.Module)"
 

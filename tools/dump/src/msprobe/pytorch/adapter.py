@@ -1,7 +1,6 @@
 """The PyTorch adapter: tensors, statistics and files for the engine; hooks live in ``hooks.py``."""
 from __future__ import annotations
 
-import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -10,6 +9,7 @@ from msprobe.dump.adapter import Adapter
 
 from . import stats
 from .api_list import ApiTable, load_api_list
+from .ptfile import PtWriter
 
 
 _DTYPE_NAMES: Dict[Any, str] = {}
@@ -27,6 +27,7 @@ class TorchAdapter(Adapter):
         self._hooks = None
         self._stat_cache: Dict[int, Tuple[Any, int, Any]] = {}
         self._snap_cache: Dict[int, Tuple[Any, int, Any]] = {}
+        self._pt_writer = PtWriter()  # used by the background writer thread only
 
     # ----- tensors -----------------------------------------------------------------------------
     def is_tensor(self, value: Any) -> bool:
@@ -97,11 +98,7 @@ class TorchAdapter(Adapter):
             snapshot, event = snapshot
             if event is not None:
                 event.synchronize()
-        # serialise in memory, then one write: torch.save straight to a file issues many small writes
-        buffer = io.BytesIO()
-        torch.save(snapshot, buffer)
-        with open(path, "wb") as handle:
-            handle.write(buffer.getbuffer())
+        self._pt_writer.save(snapshot, path)
 
     def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
         if isinstance(value, torch.dtype):

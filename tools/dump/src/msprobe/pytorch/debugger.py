@@ -19,7 +19,6 @@ class PrecisionDebugger(BaseDebugger):
     """
 
     _family = "pytorch"
-    _hold_latest = True
     _model_needed = "the torch.nn.Module (or a list of them)"
     _model_expected = "a torch.nn.Module"
 

@@ -1,4 +1,4 @@
-# msprobe tool image: repo packages + third-party deps installed offline into /opt/msprobe.
+# msprobe-<tool> image (one recipe for every tool): repo packages + third-party deps installed offline into /opt/msprobe.
 # BASE is msprobe-torch:py311 for tools with dockerfiles/<tool>/uses-torch (set by build_images.sh).
 # Built by dockerfiles/build_images.sh, which prepares the context (requirements.txt, third/, local/).
 ARG BASE=msprobe-base:py311
