@@ -30,10 +30,10 @@ class Net(nn.Module):
         return self.fc2(h)
 
 
-def _config(tmp_path: Path, level: str, nums: int) -> str:
+def _config(tmp_path: Path, level: str, nums: int, **block) -> str:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "rank": [],
-                                "step": [], "level": level, "overflow_check": {"overflow_nums": nums}}))
+                                "step": [], "level": level, "overflow_check": {"overflow_nums": nums, **block}}))
     return str(path)
 
 
@@ -106,12 +106,16 @@ def test_backward_overflow_from_exploding_gradient(tmp_path):
         result.origin.op_name
 
 
-def test_real_tensors_of_kept_entries_only(tmp_path):
+@pytest.mark.parametrize("from_config", [True, False])
+def test_real_tensors_of_kept_entries_only(tmp_path, from_config):
     from msprobe.overflow import overflow_task
 
     model = Net(torch.float16, 1.0 / 8)
-    debugger = PrecisionDebugger(config_path=_config(tmp_path, "L1", 1),
-                                 tasks={"overflow_check": overflow_task(save_tensors=True)})
+    if from_config:  # "overflow_check": {"overflow_nums": 1, "save_tensors": true}
+        debugger = PrecisionDebugger(config_path=_config(tmp_path, "L1", 1, save_tensors=True))
+    else:
+        debugger = PrecisionDebugger(config_path=_config(tmp_path, "L1", 1),
+                                     tasks={"overflow_check": overflow_task(save_tensors=True)})
     debugger.start(model=model)
     model(torch.full((2, 8), 20.0, dtype=torch.float16), True).float().sum().backward()
     debugger.stop()

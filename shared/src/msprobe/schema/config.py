@@ -44,6 +44,8 @@ class TaskConfig:
     """overflow_check: stop recording after this many overflows; -1 = unlimited."""
     check_mode: str = "all"
     """overflow_check (upstream MindSpore): ``all``, ``aicore`` or ``atomic``; kept for compatibility."""
+    save_tensors: bool = False
+    """overflow_check: also write the real tensors of the kept entries (costs what a tensor dump costs)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ def _parse_task(block: Any, source: str, name: str, unused: List[str]) -> TaskCo
         file_format=_choice(block.get("file_format", "npy"), FILE_FORMATS, source, f"{name}.file_format"),
         overflow_nums=overflow,
         check_mode=_string(block.get("check_mode", "all"), source, f"{name}.check_mode"),
+        save_tensors=_bool(block.get("save_tensors", False), source, f"{name}.save_tensors"),
     )
 
 
@@ -261,6 +264,8 @@ def config_to_json(config: DebuggerConfig) -> Dict[str, Any]:
         block["file_format"] = tc.file_format
     if config.task == "overflow_check":
         block["overflow_nums"] = tc.overflow_nums
+        if tc.save_tensors:
+            block["save_tensors"] = True
     doc = {"task": config.task, "dump_path": config.dump_path, "rank": list(config.rank),
            "step": list(config.step), "level": config.level, "async_dump": config.async_dump,
            "precision": config.precision, config.task: block}

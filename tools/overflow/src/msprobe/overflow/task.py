@@ -66,7 +66,7 @@ def make_task(config: DebuggerConfig, save_tensors: bool = False) -> OverflowTas
     """Entry point ``msprobe.dump.tasks`` ``overflow_check``: the policy for one debugger configuration."""
     warn_if_undetectable()
     return OverflowTask(overflow_nums=config.task_config.overflow_nums, level=config.level,
-                        save_tensors=save_tensors)
+                        save_tensors=save_tensors or config.task_config.save_tensors)
 
 
 def overflow_task(save_tensors: bool = False) -> Callable[[DebuggerConfig], OverflowTask]:
