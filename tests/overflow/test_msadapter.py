@@ -1,58 +1,45 @@
-"""MSAdapter (torch API on MindSpore): online overflow_check with doc 29's script shape, then the analysis.
-
-Runs where MSAdapter is installed (the Python 3.9 MSAdapter rootfs); skipped elsewhere.
-"""
+"""MSAdapter 0.1.0 on MindSpore 2.0.0 (Python 3.9 rootfs): online overflow_check with doc 29's script shape,
+then the offline analysis of what it wrote, here on the host."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-import numpy as np
 import pytest
 
-pytestmark = pytest.mark.msadapter
+from msprobe.overflow import analyze_dump
+from tests.support import msadapter_env as mae
+
+pytestmark = [pytest.mark.msadapter, pytest.mark.slow]
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "msadapter_overflow.py"
 
 
-def _torch():
-    for name in ("msadapter.pytorch", "mindtorch.torch"):
-        try:
-            return pytest.importorskip(name)
-        except pytest.skip.Exception:
-            continue
-    pytest.skip("MSAdapter (msadapter.pytorch / mindtorch.torch) is not installed")
+PACKAGES = ["shared", "tools/dump", "tools/overflow"]
 
 
-def test_msadapter_forward_overflow(tmp_path):
-    torch = _torch()
-    import mindspore as ms
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The task is found through its entry point, as for users: the packages are installed in the rootfs."""
+    mae.ensure_rootfs()
+    mae.install_repo_packages(PACKAGES)
+    yield
+    # keep the shared cached rootfs free of this repo's packages
+    mae.run_py39(["-m", "pip", "uninstall", "-y", "-q", "msprobe-shared", "msprobe-dump", "msprobe-overflow"],
+                 cwd=tmp_path_factory.mktemp("uninstall"))
 
-    from msprobe.mindspore import PrecisionDebugger
-    from msprobe.overflow import analyze_dump
 
-    nn = torch.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear1 = nn.Linear(in_features=8, out_features=4)
-
-        def forward(self, x):
-            return torch.exp(self.linear1(x))
-
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"task": "overflow_check", "dump_path": str(tmp_path / "dump"), "rank": [],
-                                  "step": [], "level": "L1", "overflow_check": {"overflow_nums": 1}}))
-    debugger = PrecisionDebugger(config_path=str(config))
-    net = Net()
-    with torch.no_grad():
-        net.linear1.weight.fill_(10.0)
-        net.linear1.bias.fill_(0.0)
-    grad_fn = ms.value_and_grad(lambda inputs: net(inputs).sum(), grad_position=0)
-    debugger.start(model=net)
-    grad_fn(torch.tensor(np.full((2, 8), 10.0, np.float32)))     # exp(800) overflows float32
-    debugger.stop()
-    debugger.step()
-    wait = getattr(debugger.engine, "wait", None)
-    if wait is not None:
-        wait()
-    [result] = analyze_dump(tmp_path / "dump")
-    assert "exp" in result.origin.op_name, result.origin.op_name
+# L0: linear1's own output (800) is finite; exp runs in the root model (not a recorded module), so the first
+# module that sees inf is linear1's backward, whose incoming gradient is exp(800)
+@pytest.mark.parametrize("level, first", [("L1", "Torch.exp.0.forward"), ("L0", "Module.linear1.Linear.backward.0")])
+def test_msadapter_overflow_check(installed, tmp_path, level, first):
+    done = mae.run_py39([str(SCRIPT), level], cwd=tmp_path, timeout=600)
+    assert done.returncode == 0 and "done" in done.stdout, (done.stdout + done.stderr)[-3000:]
+    dump = tmp_path / "dump"
+    assert not (dump / "step0").exists()  # the finite step keeps nothing
+    data = json.loads((dump / "step1" / "rank" / "dump.json").read_text())
+    assert data["framework"] == "mindtorch" and data["task"] == "overflow_check"
+    assert len(data["data"]) == 1, list(data["data"])  # overflow_nums = 1
+    [name] = data["data"]
+    assert name == first
+    [result] = analyze_dump(dump / "step1")
+    assert result.origin is not None and result.origin.op_name == name
