@@ -46,8 +46,30 @@ def run(level, task="tensor", model=True, config=None, steps=2):
     np.savez(os.path.join(DUMP, "expected.npz"), **expected)
 
 
+def run_weights(level):
+    """Weight gradients through value_and_grad(weights=...): the parameters_grad entries on MindSpore 2.0."""
+    seed_all(1234)
+    net = Net()
+    debugger = PrecisionDebugger(dump_path=DUMP, level=level, task="tensor")
+    weights = net.trainable_params()
+    grad_fn = ms.value_and_grad(lambda x: net(x).sum(), grad_position=0, weights=weights)
+    expected = {}
+    for step in range(2):
+        x = torch.tensor(np.random.RandomState(step).randn(3, 8).astype(np.float32))
+        debugger.start(model=net)
+        loss, (input_grad, weight_grads) = grad_fn(x)
+        debugger.stop()
+        debugger.step()
+        for param, grad in zip(weights, weight_grads):
+            expected[f"{param.name}.{step}"] = grad.asnumpy()
+    debugger.flush()
+    np.savez(os.path.join(DUMP, "expected.npz"), **expected)
+
+
 if NAME == "mix":
     run("mix")
+elif NAME == "weights":
+    run_weights("L0")
 elif NAME == "l1_no_model":
     run("L1", model=False, steps=1)
 elif NAME == "l1_model":

@@ -21,6 +21,7 @@ from ._compat import TorchOnMindSpore, detect_torch_adapter, tensor_types
 from .api_list import categories, load_api_list
 from .api_wrap import CallRecorder, EncodeMode, JitWrapper, NamespaceWrapper, PrimitiveWrapper
 from .cells import CellHooks, ParamGradHooks, named_cells
+from .weight_grads import WeightGradTap
 from .grads import CallRegistry, GradTap
 
 
@@ -124,9 +125,10 @@ class MindSporeAdapter(Adapter):
         if engine.module_level and cells:
             self._cells = CellHooks(engine, self._tap, self._registry, self.mode, self.module_prefix)
             self._cells.install(cells)
-        if engine.module_level and cells and ParamGradHooks.available():
+        if engine.module_level and cells:
             if self._param_grads is None:
-                self._param_grads = ParamGradHooks(engine, self.module_prefix)
+                hooks = ParamGradHooks if ParamGradHooks.available() else WeightGradTap
+                self._param_grads = hooks(engine, self.module_prefix)
             self._param_grads.install(cells)
 
     def _prepare_namespaces(self, wrapper: NamespaceWrapper) -> None:
