@@ -5,7 +5,6 @@ import json
 import zlib
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 import torch.nn as nn

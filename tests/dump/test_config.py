@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import MsprobeError, SchemaError

@@ -1,6 +1,7 @@
 """A checkpoint as logical (unsharded) parameters, each a list of on-disk pieces: nothing loaded yet."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -29,10 +30,7 @@ class Param:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:

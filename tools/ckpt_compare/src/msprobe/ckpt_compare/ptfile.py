@@ -8,6 +8,7 @@ global outside the allow-list is refused, so a pickle that tries to run code fai
 """
 from __future__ import annotations
 
+import math
 import argparse
 import collections
 import io
@@ -49,10 +50,7 @@ class TensorRef:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def contiguous(self) -> bool:

@@ -12,9 +12,7 @@ import importlib
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-import yaml
-
-from msprobe.schema import SchemaError
+from msprobe.dump.api_lists import read_api_list
 
 HERE = Path(__file__).parent
 SHIPPED = {"mindspore": HERE / "support_wrap_ops.yaml", "mindtorch": HERE / "support_wrap_ops_mindtorch.yaml"}
@@ -56,22 +54,4 @@ def _tensor_classes() -> List[object]:
 def load_api_list(path: Optional[str], flavour: str) -> Dict[str, List[str]]:
     """Category → API names, from the user's file or the shipped one of this flavour."""
     source = Path(path).expanduser() if path else SHIPPED[flavour]
-    try:
-        doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SchemaError(source, None, f"cannot read the API list: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SchemaError(source, None, f"invalid YAML: {str(exc).splitlines()[0]}") from None
-    known = categories(flavour)
-    if not isinstance(doc, dict):
-        raise SchemaError(source, None, f"expected categories ({', '.join(known)}) of API names")
-    out: Dict[str, List[str]] = {}
-    for category, names in doc.items():
-        if category not in known:
-            raise SchemaError(source, str(category), f"unknown category for {flavour}; expected one of "
-                              f"{', '.join(known)}")
-        names = [] if names is None else names
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise SchemaError(source, str(category), "expected a list of API names", names, has_got=True)
-        out[category] = names
-    return out
+    return read_api_list(source, tuple(categories(flavour)), flavour=flavour)

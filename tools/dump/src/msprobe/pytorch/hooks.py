@@ -5,7 +5,7 @@ parameter gradient hooks, and identity views whose gradient hooks give each call
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
