@@ -176,14 +176,19 @@ class DumpEngine:
             return
         self.busy = True
         try:
-            entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
-            entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
+            entry = self._forward_entry(call, output)
             if self.api_level and self.module_level:
                 self._construct(call.forward, call.parent.forward if call.parent else None)
             self._add(call.forward, entry, call.tensors, frames if frames is not None else stack.capture())
             call.tensors = []
         finally:
             self.busy = False
+
+    def _forward_entry(self, call: Call, output: Any) -> Dict[str, Any]:
+        """The forward entry of an API or module call: its recorded inputs, then its outputs."""
+        entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
+        entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
+        return entry
 
     # ----- modules ----------------------------------------------------------------------------
     def module_begin(self, path: str, class_name: str, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
@@ -211,8 +216,7 @@ class DumpEngine:
             return
         self.busy = True
         try:
-            entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
-            entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
+            entry = self._forward_entry(call, output)
             if parameters:
                 entry["parameters"] = {k: self.encoder.encode(v, "parameters", (k,), call.tensors)
                                        for k, v in parameters.items()}

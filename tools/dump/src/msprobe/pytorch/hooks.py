@@ -55,22 +55,23 @@ def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) ->
     """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
     count_in = [0]
     gated = [_gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
-    output = output_of(gated)
-    count_out = [0]
+    new, n_outputs, hooked_out = _gate_outputs(engine, call, output_of(gated))
+    if count_in[0] or hooked_out:
+        engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
+    return new
+
+
+def _gate_outputs(engine: Any, call: Any, output: Any) -> Tuple[Any, int, int]:
+    """Hook the gradient w.r.t. each output (the backward ``input``): (gated output, outputs, hooked)."""
+    count = [0]
     engine.busy = True
     try:
         if isinstance(output, (list, tuple)):
-            items = [_gate(engine, call, "input", o, (i,), count_out) for i, o in enumerate(output)]
-            new = items if isinstance(output, list) else _rebuild(output, items)
-            n_outputs = len(output)
-        else:
-            new = _gate(engine, call, "input", output, (0,), count_out)
-            n_outputs = 1
+            items = [_gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
+            return (items if isinstance(output, list) else _rebuild(output, items)), len(output), count[0]
+        return _gate(engine, call, "input", output, (0,), count), 1, count[0]
     finally:
         engine.busy = False
-    if count_in[0] or count_out[0]:
-        engine.backward_expect(call, n_outputs, len(args), count_out[0], count_in[0])
-    return new
 
 
 def _rebuild(value: tuple, items: list) -> tuple:
@@ -257,21 +258,9 @@ class Hooks:
                 return None
             new_output = None
             if call.want_backward and torch.is_grad_enabled():
-                expect_in, n_args = call.expect_in, call.n_args
-                engine.busy = True
-                try:
-                    count = [0]
-                    if isinstance(output, (list, tuple)):
-                        items = [_gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
-                        new_output = items if isinstance(output, list) else _rebuild(output, items)
-                        n_out = len(output)
-                    else:
-                        new_output = _gate(engine, call, "input", output, (0,), count)
-                        n_out = 1
-                finally:
-                    engine.busy = False
-                if expect_in or count[0]:
-                    engine.backward_expect(call, n_out, n_args, count[0], expect_in)
+                new_output, n_out, hooked_out = _gate_outputs(engine, call, output)
+                if call.expect_in or hooked_out:
+                    engine.backward_expect(call, n_out, call.n_args, hooked_out, call.expect_in)
             params = dict(mod.named_parameters(recurse=False)) if call.want_forward else None
             grad_mode = torch.is_grad_enabled()
             set_grad(False)
