@@ -59,6 +59,7 @@ def run(ctx: Any) -> str:
         optimizer(grads)
         debugger.step()
         ctx.say(f"step {step}: loss {float(loss.asnumpy()):.4f}")
+    debugger.flush()  # step() finishes the files on a background thread: read them once written
     ranks = find_rank_dirs(dump_path)
     entries = sum(len(r.load_dump().data) for r in ranks)
     ctx.say(f"MindSpore {ms.__version__} statistics mix dump of {STEPS} steps: {entries} entries in "
