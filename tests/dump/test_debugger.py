@@ -178,10 +178,3 @@ def test_async_dump_and_high_precision(tmp_path, dump_dir):
     assert data["Torch.sqrt.0.forward"]["input_args"][0]["Max"] == pytest.approx(x.max().item() / 2)
     assert_stats_match(data["Torch.sqrt.0.forward"]["output"][0], numpy_stats(np.sqrt(x.numpy() / 2)), "sqrt",
                        rel=1e-6)
-
-
-def test_record_nested_is_refused_clearly(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({"record_nested": True}))
-    with pytest.raises(MsprobeError, match="field 'record_nested'"):
-        PrecisionDebugger(config_path=str(path))

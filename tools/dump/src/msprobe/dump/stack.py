@@ -1,5 +1,9 @@
 """Python call stacks for stack.json, cheap enough for every API call: frames are walked with
-``sys._getframe`` and each (code, line) is formatted once per process."""
+``sys._getframe`` and each (code, line) is formatted once per process.
+
+Caches key on ``id(code)``, never on the code object: hashing a code object hashes its bytecode and
+constants on every lookup (0.5 us for a large function such as AdamW's step, per frame, per call).
+Each cache value holds its code object, so an id cannot be reused while it is cached."""
 from __future__ import annotations
 
 import dis
@@ -32,25 +36,26 @@ def _line_of(code, lasti: int) -> int:
 
 
 def _frame_line(code, lasti: int) -> str:
-    key = (code, lasti)
+    key = (id(code), lasti)
     text = _FORMATTED.get(key)
     if text is None:
         lineno = _line_of(code, lasti)
         source = linecache.getline(code.co_filename, lineno).strip()
         text = f"File {code.co_filename}, line {lineno}, in {code.co_name}, \n {source}"
         _FORMATTED[key] = text
+        _CODES[id(code)] = code
     return text
 
 
-_SKIP: Dict[object, bool] = {}
+_SKIP: Dict[int, bool] = {}
+_CODES: Dict[int, object] = {}  # keeps every code object an id-keyed cache refers to alive
 
 
 def _skipped(code) -> bool:
-    skip = _SKIP.get(code)
-    if skip is None:
-        name = code.co_filename
-        skip = any(d in name for d in _SKIP_DIRS) or name.endswith(("torch/overrides.py", "torch/nn/modules/module.py"))
-        _SKIP[code] = skip
+    name = code.co_filename
+    skip = any(d in name for d in _SKIP_DIRS) or name.endswith(("torch/overrides.py", "torch/nn/modules/module.py"))
+    _SKIP[id(code)] = skip
+    _CODES[id(code)] = code
     return skip
 
 
@@ -59,17 +64,21 @@ def capture(limit: int = 64) -> List[str]:
     frame = sys._getframe(1)
     keys = []
     skip_of = _SKIP.get
+    codes = []
     while frame is not None and len(keys) < limit:
         code = frame.f_code
-        skip = skip_of(code)
+        skip = skip_of(id(code))
         if skip is None:
             skip = _skipped(code)
         if not skip:  # f_lasti, not f_lineno: the line number is decoded once per (code, offset), not per call
-            keys.append((code, frame.f_lasti))
+            keys.append(id(code))
+            keys.append(frame.f_lasti)
+            codes.append(code)
         frame = frame.f_back
     key = tuple(keys)
     frames = _STACKS.get(key)
     if frames is None:
-        frames = [_frame_line(code, lasti) for code, lasti in keys]
+        # one list object per distinct stack: writers may dedupe by identity
+        frames = [_frame_line(code, keys[2 * i + 1]) for i, code in enumerate(codes)]
         _STACKS[key] = frames
     return frames

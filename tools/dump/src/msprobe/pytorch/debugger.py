@@ -6,7 +6,7 @@ from typing import Any, List, Tuple
 import torch
 
 from msprobe.dump.debugger import BaseDebugger
-from msprobe.schema import DebuggerConfig, MsprobeError
+from msprobe.schema import DebuggerConfig
 
 from .adapter import TorchAdapter
 
@@ -23,9 +23,6 @@ class PrecisionDebugger(BaseDebugger):
     _model_expected = "a torch.nn.Module"
 
     def _make_adapter(self, config: DebuggerConfig) -> TorchAdapter:
-        if config.record_nested:  # a clear error rather than a silently ignored setting
-            raise MsprobeError(f"{config.source or 'config'}: field 'record_nested': not supported by the PyTorch "
-                               "adapter yet; only the outermost API of a nested call is recorded")
         return TorchAdapter(config.api_list, config.record_nested)
 
     def _seed_all(self, seed: int, deterministic: bool) -> None:

@@ -1,11 +1,17 @@
 """PyTorch hooks: a TorchFunctionMode for APIs (however they were imported; the functions themselves are
 not replaced, so ``act is F.gelu`` still holds), patched torch.distributed collectives, module hooks,
 parameter gradient hooks, and identity views whose gradient hooks give each call its own gradients.
+
+Nested calls: torch pops the mode while it handles a call, so the APIs a Python-level API calls (F.layer_norm
+calling torch.layer_norm) are invisible by default, as in msprobe. With ``record_nested`` the mode is pushed
+again around the call's body; the body runs from a copy of the function whose globals answer "no" to
+``has_torch_function*``, because its first line would otherwise hand the call straight back to the mode.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, List, Optional, Sequence, Tuple
+import types
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -84,21 +90,63 @@ def _rebuild(value: tuple, items: list) -> tuple:
 class DumpMode(TorchFunctionMode):
     """Sees every overridable torch call while a step is dumped; records those in the API list."""
 
-    def __init__(self, engine: DumpEngine, table: ApiTable) -> None:
+    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False) -> None:
         super().__init__()
         self.engine = engine
         self.table = table.by_func
+        self.nested = nested
+        self._running: List[Any] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         key = self.table.get(func)
         engine = self.engine
         if key is None or engine.busy:
-            return func(*args, **kwargs)
+            return self._body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
         call = engine.api_begin(key[0], key[1])
+        if not self.nested:
+            return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)
         if call is None:
+            return self._body(func, args, kwargs)
+        return run_recorded(engine, call, key[1], lambda *a, **k: self._body(func, a, k), args, kwargs)
+
+    def _body(self, func, args, kwargs):
+        """Run ``func`` with this mode active inside it (``record_nested``)."""
+        if type(func) is not types.FunctionType or (self._running and self._running[-1] is func):
+            # C functions have no Python body; a second entry for the same function is its own dispatch
+            # check (one the globals copy did not catch): run it plainly, as without record_nested
             return func(*args, **kwargs)
-        return run_recorded(engine, call, key[1], func, args, kwargs)
+        self._running.append(func)
+        try:
+            with self:
+                return _undispatched(func)(*args, **kwargs)
+        finally:
+            self._running.pop()
+
+
+_NO_DISPATCH = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+_GLOBALS: Dict[int, Tuple[dict, dict]] = {}
+_UNDISPATCHED: Dict[Any, Callable] = {}
+
+
+def _never(*args: Any) -> bool:
+    return False
+
+
+def _undispatched(func: types.FunctionType) -> Callable:
+    """A copy of ``func`` whose ``has_torch_function*`` checks are false (cached per function)."""
+    copy = _UNDISPATCHED.get(func)
+    if copy is None:
+        original = func.__globals__
+        cached = _GLOBALS.get(id(original))
+        if cached is None or cached[0] is not original:
+            namespace = dict(original)
+            namespace.update({name: _never for name in _NO_DISPATCH if name in namespace})
+            cached = _GLOBALS[id(original)] = (original, namespace)
+        copy = types.FunctionType(func.__code__, cached[1], func.__name__, func.__defaults__, func.__closure__)
+        copy.__kwdefaults__ = func.__kwdefaults__
+        _UNDISPATCHED[func] = copy
+    return copy
 
 
 def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
@@ -149,7 +197,7 @@ class Hooks:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
         engine = self.engine
         if engine.api_level:
-            self._mode = DumpMode(engine, self.table)
+            self._mode = DumpMode(engine, self.table, self.record_nested)
             self._mode.__enter__()
             self._patch_distributed()
         if engine.module_level:

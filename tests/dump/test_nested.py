@@ -1,0 +1,81 @@
+"""``record_nested``: APIs called inside other APIs (F.layer_norm -> torch.layer_norm) are recorded too."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dumphelpers import assert_stats_match, numpy_stats
+from msprobe.pytorch import PrecisionDebugger
+
+
+def _dump(tmp_path, nested, body):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump"),
+                                  "record_nested": nested}))
+    debugger = PrecisionDebugger(config_path=str(config))
+    debugger.start()
+    body()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    return json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+
+
+def _layer_norm_step(x, w):
+    def body():
+        y = F.layer_norm(x, (8,), w)
+        (y * y).sum().backward()
+    return body
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_inner_apis_recorded_only_when_asked(tmp_path, nested):
+    torch.manual_seed(0)
+    x = torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(8, requires_grad=True)
+    data = _dump(tmp_path, nested, _layer_norm_step(x, w))
+    assert "Functional.layer_norm.0.forward" in data and "Functional.layer_norm.0.backward" in data
+    assert ("Torch.layer_norm.0.forward" in data) is nested
+    assert ("Torch.layer_norm.0.backward" in data) is nested
+
+
+def test_inner_entries_hold_the_same_tensors_and_gradients(tmp_path):
+    torch.manual_seed(0)
+    x = torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(8, requires_grad=True)
+    data = _dump(tmp_path, True, _layer_norm_step(x, w))
+    names = list(data)
+    # the inner call ends first, so its entry comes first
+    assert names.index("Torch.layer_norm.0.forward") < names.index("Functional.layer_norm.0.forward")
+    y = F.layer_norm(x, (8,), w)
+    gy = 2 * y.detach()
+    gx, gw = torch.autograd.grad(y, (x, w), gy)
+    for api in ("Functional", "Torch"):
+        forward = data[f"{api}.layer_norm.0.forward"]
+        assert_stats_match(forward["output"][0], numpy_stats(y.detach().numpy()), f"{api} output")
+        backward = data[f"{api}.layer_norm.0.backward"]
+        assert_stats_match(backward["input"][0], numpy_stats(gy.numpy()), f"{api} grad of output")
+        assert_stats_match(backward["output"][0], numpy_stats(gx.numpy()), f"{api} grad of input")
+    # F.layer_norm hands its weight on as a keyword (no backward.output slot); torch.layer_norm gets it as
+    # positional argument 2
+    assert data["Functional.layer_norm.0.backward"]["output"][1:] == [None]
+    assert_stats_match(data["Torch.layer_norm.0.backward"]["output"][2], numpy_stats(gw.numpy()), "grad w")
+
+
+def _self_dispatching(x):
+    """A Python-level torch function whose dispatch check is not one of its module's global names."""
+    if torch.overrides.has_torch_function((x,)):
+        return torch.overrides.handle_torch_function(_self_dispatching, (x,), x)
+    return torch.relu(x) * 2
+
+
+def test_functions_that_dispatch_themselves_still_run_once(tmp_path):
+    x = torch.tensor([-1.0, 3.0])
+    results = []
+    data = _dump(tmp_path, True, lambda: results.append(_self_dispatching(x) + 1))
+    assert results[0].tolist() == [1.0, 7.0]
+    assert "Tensor.add.0.forward" in data  # the mode is still in place after the function returned
+    assert F.gelu is torch._C._nn.gelu  # nothing in torch was replaced
