@@ -51,8 +51,10 @@ def test_writer_reader_round_trip(tmp_path_factory, data):
     for name, item in data.items():
         writer.entry(name, item)
         writer.stack(name, [f"File a.py, line 1, in f, \n {name}"])
+    writer.shared_stack(list(data), ["File b.py, line 2, in g, \n shared"])  # replaces each entry's stack
     interrupted = read_journal(rank_dir / JOURNAL_NAME)
     assert _same(interrupted.dump.data, data) and interrupted.dump.recovered
+    assert all(frames == ["File b.py, line 2, in g, \n shared"] for frames in interrupted.stacks.values())
     writer.finalize(remove_journal=True)
     assert not (rank_dir / JOURNAL_NAME).exists()
     [rank] = find_rank_dirs(rank_dir.parent.parent)

@@ -1,7 +1,10 @@
 """Crash-safe writing of one rank directory, and recovery of what a killed run wrote.
 
 Entries are appended, one JSON line each, to ``dump.journal`` as they are recorded; a line reaches
-the kernel with every ``flush()``, so a SIGKILL loses nothing already flushed. ``finalize()`` turns
+the kernel with every ``flush()``, so a SIGKILL loses nothing already flushed. Lines: ``["h", header]``,
+``["d", entry, value]`` (a later line for the same entry adds or replaces top-level keys),
+``["c", node, parent]``, ``["s", entry, frames]`` and ``["s", [entries], frames]`` (one stack shared
+by several entries, written once). ``finalize()`` turns
 the journal into ``dump.json``, ``stack.json`` and ``construct.json`` (written atomically) and, at
 the end of a step, removes it. Readers that find a journal read it instead of dump.json: it holds
 everything dump.json holds and more.
@@ -54,6 +57,10 @@ class RankWriter:
 
     def stack(self, entry: str, frames: List[str]) -> None:
         self._write(["s", entry, frames])
+
+    def shared_stack(self, entries: List[str], frames: List[str]) -> None:
+        """One stack line for several entries (the same call site, called again and again)."""
+        self._write(["s", entries, frames])
 
     def _write(self, item: list) -> None:
         line = json.dumps(item, ensure_ascii=False) + "\n"
@@ -117,7 +124,8 @@ def read_journal(path: PathLike) -> RankFiles:
         elif kind == "c" and len(item) == 3:
             construct[item[1]] = item[2]
         elif kind == "s" and len(item) == 3:
-            stacks[item[1]] = item[2]
+            for entry in (item[1] if isinstance(item[1], list) else [item[1]]):
+                stacks[entry] = item[2]
         else:
             raise SchemaError(path, f"line {number + 1}", "expected a journal record [kind, ...]", item,
                               has_got=True)

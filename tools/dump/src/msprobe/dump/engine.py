@@ -126,7 +126,6 @@ class DumpEngine:
                 os.makedirs(tensor_dir, exist_ok=True)
             header = {"task": self.config.task, "level": self.config.level, "framework": self.adapter.framework,
                       "dump_data_dir": tensor_dir}
-            # one flush per entry (not per journal line): an entry is on the kernel's side once recorded
             self._rank_writer = StepWriter(self._rank_dir, header)
         return self._rank_writer
 
@@ -328,8 +327,7 @@ class DumpEngine:
                 writer = self._writer()
             if self.task.save_tensors:
                 self._queue_files(name, tensors)
-            writer.entry(name, entry)
-            writer.flush()
+            writer.entry(name, entry)  # on the kernel's side when it returns
             if frames:  # metadata: written in bulk by the background thread at stop() and step()
                 self._metadata.append(("s", name, frames))
             self.entries_written += 1
@@ -374,10 +372,18 @@ class DumpEngine:
 
 
 def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
+    # stack.capture hands out one list object per distinct stack: one journal line per distinct stack
+    stacks: Dict[int, Tuple[List[str], List[str]]] = {}
     for kind, key, value in items:
         if kind == "s":
-            writer.stack(key, value)
+            group = stacks.get(id(value))
+            if group is None:
+                stacks[id(value)] = ([key], value)
+            else:
+                group[0].append(key)
         else:
             writer.construct(key, value)
+    for entries, frames in stacks.values():
+        writer.shared_stack(entries, frames)
     writer.flush()
 

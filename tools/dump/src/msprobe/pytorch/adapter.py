@@ -9,6 +9,7 @@ from msprobe.dump.adapter import Adapter
 
 from . import stats
 from .api_list import ApiTable, load_api_list
+from .content_cache import ContentCache
 from .ptfile import PtWriter
 
 
@@ -25,8 +26,10 @@ class TorchAdapter(Adapter):
         self.record_nested = record_nested
         self.stats_batch = 1 if not torch.cuda.is_available() else 64
         self._hooks = None
-        self._stat_cache: Dict[int, Tuple[Any, int, Any]] = {}
-        self._snap_cache: Dict[int, Tuple[Any, int, Any]] = {}
+        self._stat_cache = ContentCache(4096)  # weak references: sized by bookkeeping, not by tensors
+        self._crc_cache = ContentCache(4096, permuted=False)  # md5: CRC-32 follows the element order
+        # holds host copies: a few, for the output-is-next-input case; a view's file has the view's shape
+        self._snap_cache = ContentCache(16, by_contents=False)
         self._pt_writer = PtWriter()  # used by the background writer thread only
 
     # ----- tensors -----------------------------------------------------------------------------
@@ -41,46 +44,41 @@ class TorchAdapter(Adapter):
         return "torch.Tensor", name, list(tensor.shape), tensor.requires_grad
 
     def tensor_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
-        # One API's output is usually the next one's input: reuse its statistics while the tensor
-        # object is alive and unchanged (same version counter). The cache holds the tensor, so its id
-        # cannot be reused by another tensor while cached.
-        key = id(tensor)
-        hit = self._stat_cache.get(key)
-        version = tensor._version
-        if hit is not None and hit[0] is tensor and hit[1] == version:
-            return hit[2]
-        handle = stats.reduce(tensor, precision, md5)
-        if len(self._stat_cache) >= 16:  # reuse is almost always immediate; do not hold activations long
-            self._stat_cache.clear()
-        self._stat_cache[key] = (tensor, version, handle)
+        # one API's output is usually the next one's input, and views have their base's elements:
+        # statistics are computed once per contents (content_cache.py)
+        handle, key, owner = (self._crc_cache if md5 else self._stat_cache).lookup(tensor)
+        if handle is None:
+            handle = stats.reduce(tensor, precision, md5)
+            (self._crc_cache if md5 else self._stat_cache).store(key, owner, handle)
         return handle
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
-        """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot."""
-        for cache in (self._stat_cache, self._snap_cache):
-            hit = cache.get(id(original))
-            if hit is not None and hit[0] is original:
-                cache[id(view)] = (view, view._version, hit[2])
+        """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.
+        Views of contiguous tensors find their base's statistics anyway."""
+        caches = (self._snap_cache,) if original.is_contiguous() else (self._stat_cache, self._crc_cache,
+                                                                       self._snap_cache)
+        for cache in caches:
+            if not len(cache):
+                continue
+            value = cache.lookup(original)[0]
+            if value is not None:
+                _, key, owner = cache.lookup(view)
+                cache.store(key, owner, value)
 
     def forget(self) -> None:
         """End of a dumped window: release the tensors the caches hold."""
-        self._stat_cache.clear()
-        self._snap_cache.clear()
+        for cache in (self._stat_cache, self._crc_cache, self._snap_cache):
+            cache.clear()
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.to_host(handles)
 
     def snapshot(self, tensor: torch.Tensor) -> Any:
-        # the same unchanged tensor object gets the same snapshot: the writer links instead of re-saving
-        key = id(tensor)
-        hit = self._snap_cache.get(key)
-        version = tensor._version
-        if hit is not None and hit[0] is tensor and hit[1] == version:
-            return hit[2]
-        snap = self._take_snapshot(tensor)
-        if len(self._snap_cache) >= 16:
-            self._snap_cache.clear()
-        self._snap_cache[key] = (tensor, version, snap)
+        # the same unchanged tensor gets the same snapshot: the writer links instead of re-saving
+        snap, key, owner = self._snap_cache.lookup(tensor)
+        if snap is None:
+            snap = self._take_snapshot(tensor)
+            self._snap_cache.store(key, owner, snap)
         return snap
 
     def _take_snapshot(self, tensor: torch.Tensor) -> Any:

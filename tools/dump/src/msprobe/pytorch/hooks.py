@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -22,6 +23,26 @@ from .api_list import ApiTable
 
 
 set_grad = torch._C._set_grad_enabled
+_modes_active = torch._C._len_torch_function_stack
+_pop_mode = torch._C._pop_torch_function_stack
+_push_mode = torch._C._push_on_torch_function_stack
+
+
+def outside_mode(hook):
+    """``hook`` run with the innermost torch function mode set aside. Hooks (module, gradient,
+    collective wrappers) run while the dump's mode is active, and under an active mode every tensor
+    attribute our code reads (shape, dtype, version, ...) is a Python round trip through the mode:
+    ~10x the cost. Inside the mode's own handler torch has already set it aside."""
+    @functools.wraps(hook)
+    def run(*args, **kwargs):
+        if not _modes_active():
+            return hook(*args, **kwargs)
+        mode = _pop_mode()
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            _push_mode(mode)
+    return run
 
 
 def _inplace(name: str) -> bool:
@@ -31,6 +52,7 @@ def _inplace(name: str) -> bool:
 
 
 def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
+    @outside_mode
     def hook(grad):
         engine.backward_grad(call, side, path, grad)
     return hook
@@ -42,7 +64,7 @@ def _gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int
         if value.requires_grad and value.layout == torch.strided:
             view = value.view_as(value)
             engine.adapter.alias(view, value)
-            view.register_hook(_gradient_hook(engine, call, side, path))
+            _hook_new_view(view, _gradient_hook(engine, call, side, path))
             count[0] += 1
             return view
         return value
@@ -55,6 +77,18 @@ def _gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int
         except TypeError:
             return type(value)(*items)
     return value
+
+
+def _hook_new_view(view: torch.Tensor, hook) -> None:
+    """``view.register_hook(hook)`` for a view made just now: what register_hook does, less its handle
+    object (nobody removes these hooks: the view dies with the step's graph) and its per-call import."""
+    grad_fn = view.grad_fn
+    if grad_fn is None or view._backward_hooks is not None:
+        view.register_hook(hook)
+        return
+    hooks = view._backward_hooks = OrderedDict()
+    grad_fn._register_hook_dict(view)
+    hooks[0] = hook
 
 
 def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) -> Any:
@@ -238,6 +272,7 @@ class Hooks:
         engine = self.engine
 
         @functools.wraps(original)
+        @outside_mode
         def collective(*args, **kwargs):
             call = None if engine.busy else engine.api_begin("Distributed", name)
             if call is None:
@@ -272,6 +307,7 @@ class Hooks:
     def _pre_hook(self, path: str, class_name: str, calls: List[Call]):
         engine = self.engine
 
+        @outside_mode
         def pre(module, args, kwargs):
             if engine.busy:
                 return None
@@ -298,6 +334,7 @@ class Hooks:
     def _post_hook(self, module: torch.nn.Module, calls: List[Call]):
         engine = self.engine
 
+        @outside_mode
         def post(mod, args, kwargs, output):
             if not calls:
                 return None
@@ -322,6 +359,7 @@ class Hooks:
     def _param_hook(self, owner: Tuple[str, str, str], name: str):
         engine = self.engine
 
+        @outside_mode
         def hook(grad):
             engine.param_grad(owner, name, grad)
         return hook

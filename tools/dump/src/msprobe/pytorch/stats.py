@@ -50,7 +50,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
         return Handle("none", (), numel, crc)
     if kind == "bool":
         return Handle("bool", (t.any(), t.all()), numel, crc)
-    cpu = t.device.type == "cpu"
+    cpu = t.is_cpu
     if cpu and numel <= _WIDE_NUMEL and (dtype in _NUMPY_OK or dtype == torch.bfloat16):
         return Handle("host", (), numel, crc, ready=_host_stats(t, kind, dtype, numel, precision))
     if cpu and dtype in _NUMPY_OK:

@@ -1,0 +1,72 @@
+"""Statistics are computed once per tensor contents, and never served for changed or different contents."""
+from __future__ import annotations
+
+import json
+import zlib
+
+import torch
+
+from dumphelpers import assert_stats_match, numpy_stats
+from msprobe.pytorch import PrecisionDebugger, stats
+from msprobe.pytorch.content_cache import ContentCache
+
+
+def _run(tmp_path, body, summary_mode="statistics"):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump"),
+                                  "statistics": {"summary_mode": summary_mode}}))
+    debugger = PrecisionDebugger(config_path=str(config))
+    debugger.start()
+    body()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    return json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+
+
+def _counting(monkeypatch):
+    reduced = []
+    original = stats.reduce
+
+    def counted(tensor, precision, md5):
+        reduced.append(tuple(tensor.shape))
+        return original(tensor, precision, md5)
+    monkeypatch.setattr(stats, "reduce", counted)
+    return reduced
+
+
+def test_views_share_statistics_and_writes_through_a_view_are_seen(tmp_path, monkeypatch):
+    reduced = _counting(monkeypatch)
+    x = torch.randn(6, 4)
+    kept = {}  # the copy stays alive: its contents must not be mistaken for anything else
+
+    def body():
+        t = x.t()  # input x: reduced; output: a transposed view of x, same contents
+        kept["copy"] = t.contiguous()  # input: the view; output: a copy (new contents, reduced)
+        t.mul_(2)  # input: the view; output: written through the view (x's version changes too)
+        torch.neg(x)  # input: x after mul_, the contents mul_ returned; output: new
+    data = _run(tmp_path, body)
+    transposed = data["Tensor.t.0.forward"]
+    assert transposed["input_args"][0]["Max"] == transposed["output"][0]["Max"]
+    assert reduced == [(6, 4), (4, 6), (4, 6), (6, 4)]
+    assert_stats_match(data["Torch.neg.0.forward"]["input_args"][0], numpy_stats(x.numpy()), "x after mul_")
+    assert data["Tensor.mul_.0.forward"]["output"][0]["Max"] == x.max().item()
+
+
+def test_md5_of_a_transpose_is_its_own(tmp_path):
+    x = torch.randn(3, 5)
+    data = _run(tmp_path, lambda: x.t().neg(), summary_mode="md5")
+    entry = data["Tensor.neg.0.forward"]
+    assert entry["input_args"][0]["md5"] == f"{zlib.crc32(x.t().contiguous().numpy().tobytes()):08x}"
+    assert data["Tensor.t.0.forward"]["input_args"][0]["md5"] == f"{zlib.crc32(x.numpy().tobytes()):08x}"
+
+
+def test_cache_holds_no_tensor_and_never_serves_a_dead_one():
+    cache = ContentCache(8)
+    t = torch.ones(3)
+    _, key, owner = cache.lookup(t)
+    cache.store(key, owner, "ones")
+    assert cache.lookup(t.view(3))[0] == "ones"
+    del t, owner
+    fresh = torch.zeros(3)  # may reuse the freed tensor's id: must not be served the old value
+    assert cache.lookup(fresh)[0] is None

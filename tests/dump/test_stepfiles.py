@@ -1,0 +1,39 @@
+"""StepWriter (the engine's fast path) writes the same bytes as the schema library's RankWriter."""
+from __future__ import annotations
+
+import json
+
+from msprobe.dump.stepfiles import StepWriter
+from msprobe.schema import RankWriter
+
+HEADER = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None}
+RECORD = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2, 3], "Max": float("inf"),
+          "Min": float("-inf"), "Mean": float("nan"), "Norm": 1e-300, "requires_grad": True, "md5": "0a1b2c3d"}
+
+
+def _write(writer):
+    writer.entry("Functional.linear.0.forward", {"input_args": [RECORD, None, {"type": "int", "value": 3}],
+                                                 "input_kwargs": {"bias": {"type": "bool", "value": False}},
+                                                 "output": [[RECORD, -0.0]]})
+    writer.entry("Module.é层.Linear.forward.0", {"input_args": [], "input_kwargs": {}, "output": []})
+    writer.entry("Functional.linear.0.forward", {"parameters": {"weight": RECORD}})  # later keys merge
+    writer.construct("Module.é层.Linear.forward.0", None)
+    writer.stack("Functional.linear.0.forward", ["File a.py, line 1, in f, \n x = 1"])
+    writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])
+
+
+def test_step_writer_bytes_equal_rank_writer(tmp_path):
+    step = StepWriter(tmp_path / "step", HEADER)
+    _write(step)
+    step.flush()
+    reference = RankWriter(tmp_path / "reference", HEADER)
+    _write(reference)
+    reference.flush()
+    assert (tmp_path / "step" / "dump.journal").read_bytes() == (tmp_path / "reference" / "dump.journal").read_bytes()
+    step.finish()
+    reference.finalize(remove_journal=True, indent=None)
+    for name in ("dump.json", "stack.json", "construct.json"):
+        assert (tmp_path / "step" / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+    assert not (tmp_path / "step" / "dump.journal").exists()
+    stacks = json.loads((tmp_path / "step" / "stack.json").read_text())
+    assert stacks["1"] == [["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"]]

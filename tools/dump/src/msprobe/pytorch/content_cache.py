@@ -1,0 +1,65 @@
+"""What was computed from a tensor's contents during a dumped window (statistics, snapshots), by contents.
+
+One API's output is the next one's input, and views (``transpose``, ``view``, ``reshape``, the identity
+views of backward gating) hold the same elements as the tensor they view, so their statistics are the
+same. A tensor whose elements form one dense block of its root's storage is keyed by (root, offset,
+numel, dtype, version): a view family shares one version counter, so a write through any member changes
+the key. With ``permuted=False`` (byte-order-sensitive values: CRC-32) only contiguous tensors share a
+key; with ``by_contents=False`` (shape-sensitive values: snapshots) every tensor is keyed by itself and
+its version, as are tensors that are not dense. Entries hold weak references: the cache never keeps an
+activation alive, and a key whose tensor died is never served.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """True when the elements fill one block of memory in some order (a transpose of a contiguous tensor)."""
+    expected = 1
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+class ContentCache:
+    """A bounded map from a tensor's contents to a value computed from them."""
+
+    def __init__(self, limit: int, by_contents: bool = True, permuted: bool = True) -> None:
+        self._limit = limit
+        self._by_contents = by_contents
+        self._permuted = permuted
+        self._entries: Dict[Tuple, Tuple[Any, Any]] = {}
+
+    def _key(self, t: torch.Tensor) -> Tuple[Tuple, torch.Tensor]:
+        if self._by_contents and (t.is_contiguous() or (self._permuted and _dense(t))):
+            base = t._base
+            root = t if base is None else base
+            return (id(root), t.storage_offset(), t.numel(), t.dtype, t._version), root
+        return (id(t), -1, -1, t.dtype, t._version), t
+
+    def lookup(self, tensor: torch.Tensor) -> Tuple[Optional[Any], Tuple, Any]:
+        """``get`` that also returns the key and owner, for a ``store`` right after a miss."""
+        key, owner = self._key(tensor)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0]() is owner:
+            return hit[1], key, owner
+        return None, key, owner
+
+    def store(self, key: Tuple, owner: Any, value: Any) -> None:
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[key] = (weakref.ref(owner), value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
