@@ -23,9 +23,10 @@ from .api_list import ApiTable
 
 
 set_grad = torch._C._set_grad_enabled
-_modes_active = torch._C._len_torch_function_stack
-_pop_mode = torch._C._pop_torch_function_stack
-_push_mode = torch._C._push_on_torch_function_stack
+# the mode stack's C entry points (torch >= 2.0); without them hooks simply run under the mode
+_modes_active = getattr(torch._C, "_len_torch_function_stack", lambda: 0)
+_pop_mode = getattr(torch._C, "_pop_torch_function_stack", None)
+_push_mode = getattr(torch._C, "_push_on_torch_function_stack", None)
 
 
 def outside_mode(hook):
