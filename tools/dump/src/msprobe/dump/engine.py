@@ -91,6 +91,7 @@ class DumpEngine:
         """stop(): no new calls recorded; backward of recorded calls still arrives until ``next_step``."""
         self.recording = False
         self._modules.clear()
+        stack.forget()
         self.flush(final=False)
 
     def next_step(self) -> None:

@@ -59,11 +59,34 @@ def _skipped(code) -> bool:
     return skip
 
 
+_RECENT: Dict[int, Tuple[object, int, List[str]]] = {}
+_RECENT_LIMIT = 4
+_SUSPENDABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+
+
 def capture(limit: int = 64) -> List[str]:
-    """The caller's stack, innermost first, without this package's own frames (upstream's order)."""
+    """The caller's stack, innermost first, without this package's own frames (upstream's order).
+
+    While a (non-generator) frame runs, its callers wait at fixed instructions, so the frame object and
+    its current instruction identify the whole stack: a loop issuing many API calls (an optimizer over
+    its parameters) walks the stack once per call site. The few frames remembered for that are
+    released by ``forget()`` at the end of each dumped window."""
     frame = sys._getframe(1)
-    keys = []
     skip_of = _SKIP.get
+    while frame is not None:
+        skip = skip_of(id(frame.f_code))
+        if skip is None:
+            skip = _skipped(frame.f_code)
+        if not skip:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return []
+    anchor, anchor_lasti = frame, frame.f_lasti
+    hit = _RECENT.get(id(anchor))
+    if hit is not None and hit[0] is anchor and hit[1] == anchor_lasti:
+        return hit[2]
+    keys = []
     codes = []
     while frame is not None and len(keys) < limit:
         code = frame.f_code
@@ -81,4 +104,13 @@ def capture(limit: int = 64) -> List[str]:
         # one list object per distinct stack: writers may dedupe by identity
         frames = [_frame_line(code, keys[2 * i + 1]) for i, code in enumerate(codes)]
         _STACKS[key] = frames
+    if not anchor.f_code.co_flags & _SUSPENDABLE:  # a resumed generator may have other callers
+        if len(_RECENT) >= _RECENT_LIMIT:
+            _RECENT.clear()
+        _RECENT[id(anchor)] = (anchor, anchor_lasti, frames)
     return frames
+
+
+def forget() -> None:
+    """Release the frames ``capture`` remembers (they hold their locals)."""
+    _RECENT.clear()
