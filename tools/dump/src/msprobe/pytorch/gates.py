@@ -1,0 +1,104 @@
+"""Gradient gates: identity views around an API or module call whose gradient hooks give that call,
+and only that call, its gradients (``backward.input`` = w.r.t. its outputs, ``backward.output`` = w.r.t.
+its positional tensor arguments). Hooks run with the dump's torch function mode set aside."""
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from typing import Any, List, Sequence, Tuple
+
+import torch
+
+from msprobe.dump.engine import Call, DumpEngine
+
+# the mode stack's C entry points (torch >= 2.0); without them hooks simply run under the mode
+_modes_active = getattr(torch._C, "_len_torch_function_stack", lambda: 0)
+_pop_mode = getattr(torch._C, "_pop_torch_function_stack", None)
+_push_mode = getattr(torch._C, "_push_on_torch_function_stack", None)
+
+
+def outside_mode(hook):
+    """``hook`` run with the innermost torch function mode set aside. Hooks (module, gradient,
+    collective wrappers) run while the dump's mode is active, and under an active mode every tensor
+    attribute our code reads (shape, dtype, version, ...) is a Python round trip through the mode:
+    ~10x the cost. Inside the mode's own handler torch has already set it aside."""
+    @functools.wraps(hook)
+    def run(*args, **kwargs):
+        if not _modes_active():
+            return hook(*args, **kwargs)
+        mode = _pop_mode()
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            _push_mode(mode)
+    return run
+
+
+def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
+    @outside_mode
+    def hook(grad):
+        engine.backward_grad(call, side, path, grad)
+    return hook
+
+
+def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[int]) -> Any:
+    """An identity view of each differentiable tensor, hooked so its gradient belongs to this call only."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad and value.layout == torch.strided:
+            view = value.view_as(value)
+            engine.adapter.alias(view, value)
+            _hook_new_view(view, _gradient_hook(engine, call, side, path))
+            count[0] += 1
+            return view
+        return value
+    if isinstance(value, (list, tuple)) and len(path) < 2 and any(isinstance(v, torch.Tensor) for v in value):
+        items = [gate(engine, call, side, v, path + (i,), count) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return items
+        try:
+            return type(value)(items)
+        except TypeError:
+            return type(value)(*items)
+    return value
+
+
+def _hook_new_view(view: torch.Tensor, hook) -> None:
+    """``view.register_hook(hook)`` for a view made just now: what register_hook does, less its handle
+    object (nobody removes these hooks: the view dies with the step's graph) and its per-call import."""
+    grad_fn = view.grad_fn
+    if grad_fn is None or view._backward_hooks is not None:
+        view.register_hook(hook)
+        return
+    hooks = view._backward_hooks = OrderedDict()
+    grad_fn._register_hook_dict(view)
+    hooks[0] = hook
+
+
+def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) -> Any:
+    """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
+    count_in = [0]
+    gated = [gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
+    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated))
+    if count_in[0] or hooked_out:
+        engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
+    return new
+
+
+def gate_outputs(engine: Any, call: Any, output: Any) -> Tuple[Any, int, int]:
+    """Hook the gradient w.r.t. each output (the backward ``input``): (gated output, outputs, hooked)."""
+    count = [0]
+    engine.busy = True
+    try:
+        if isinstance(output, (list, tuple)):
+            items = [gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
+            return (items if isinstance(output, list) else _rebuild(output, items)), len(output), count[0]
+        return gate(engine, call, "input", output, (0,), count), 1, count[0]
+    finally:
+        engine.busy = False
+
+
+def _rebuild(value: tuple, items: list) -> tuple:
+    try:
+        return type(value)(items)
+    except TypeError:
+        return type(value)(*items)
