@@ -70,3 +70,20 @@ def test_cache_holds_no_tensor_and_never_serves_a_dead_one():
     del t, owner
     fresh = torch.zeros(3)  # may reuse the freed tensor's id: must not be served the old value
     assert cache.lookup(fresh)[0] is None
+
+
+def test_inference_tensors_are_dumped_and_never_cached(tmp_path):
+    torch.manual_seed(0)
+    kept = {}
+
+    def body():
+        with torch.inference_mode():
+            x = torch.randn(4, 4)
+            kept["x"] = x
+            torch.relu(x)
+            x.mul_(2)  # no version counter in inference mode: the next statistics must not come from a cache
+            torch.relu(x)
+    data = _run(tmp_path, body)
+    x = kept["x"]
+    assert_stats_match(data["Torch.relu.1.forward"]["input_args"][0], numpy_stats(x.numpy()), "x after mul_")
+    assert data["Torch.relu.0.forward"]["input_args"][0]["Max"] == data["Torch.relu.1.forward"]["input_args"][0]["Max"] / 2

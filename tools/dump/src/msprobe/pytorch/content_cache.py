@@ -6,7 +6,8 @@ same. A tensor whose elements form one dense block of its root's storage is keye
 numel, dtype, version): a view family shares one version counter, so a write through any member changes
 the key. With ``permuted=False`` (byte-order-sensitive values: CRC-32) only contiguous tensors share a
 key; with ``by_contents=False`` (shape-sensitive values: snapshots) every tensor is keyed by itself and
-its version, as are tensors that are not dense. Entries hold weak references: the cache never keeps an
+its version, as are tensors that are not dense; inference tensors (no version counter) are never
+cached. Entries hold weak references: the cache never keeps an
 activation alive, and a key whose tensor died is never served.
 """
 from __future__ import annotations
@@ -38,22 +39,29 @@ class ContentCache:
         self._permuted = permuted
         self._entries: Dict[Tuple, Tuple[Any, Any]] = {}
 
-    def _key(self, t: torch.Tensor) -> Tuple[Tuple, torch.Tensor]:
+    def _key(self, t: torch.Tensor) -> Tuple[Optional[Tuple], torch.Tensor]:
+        try:
+            version = t._version
+        except RuntimeError:  # an inference tensor: no version counter, so nothing tells a change: no key
+            return None, t
         if self._by_contents and (t.is_contiguous() or (self._permuted and _dense(t))):
             base = t._base
             root = t if base is None else base
-            return (id(root), t.storage_offset(), t.numel(), t.dtype, t._version), root
-        return (id(t), -1, -1, t.dtype, t._version), t
+            return (id(root), t.storage_offset(), t.numel(), t.dtype, version), root
+        return (id(t), -1, -1, t.dtype, version), t
 
-    def lookup(self, tensor: torch.Tensor) -> Tuple[Optional[Any], Tuple, Any]:
-        """``get`` that also returns the key and owner, for a ``store`` right after a miss."""
+    def lookup(self, tensor: torch.Tensor) -> Tuple[Optional[Any], Optional[Tuple], Any]:
+        """The value cached for the tensor's contents (None on a miss), with the key and owner for a
+        ``store`` right after a miss."""
         key, owner = self._key(tensor)
-        hit = self._entries.get(key)
+        hit = self._entries.get(key) if key is not None else None
         if hit is not None and hit[0]() is owner:
             return hit[1], key, owner
         return None, key, owner
 
-    def store(self, key: Tuple, owner: Any, value: Any) -> None:
+    def store(self, key: Optional[Tuple], owner: Any, value: Any) -> None:
+        if key is None:
+            return
         if len(self._entries) >= self._limit:
             self._entries.clear()
         self._entries[key] = (weakref.ref(owner), value)
