@@ -7,8 +7,9 @@ numel, dtype, version): a view family shares one version counter, so a write thr
 the key. With ``permuted=False`` (byte-order-sensitive values: CRC-32) only contiguous tensors share a
 key; with ``by_contents=False`` (shape-sensitive values: snapshots) every tensor is keyed by itself and
 its version, as are tensors that are not dense; inference tensors (no version counter) are never
-cached. Entries hold weak references: the cache never keeps an
-activation alive, and a key whose tensor died is never served.
+cached. Entries hold weak references: the cache never keeps an activation alive, and a key whose
+tensor died is never served. Not seen: a write through ``.data`` (a tensor with a version counter of
+its own) to contents cached in the same dumped window.
 """
 from __future__ import annotations
 
