@@ -3,15 +3,19 @@ from __future__ import annotations
 
 import json
 
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.overrides import handle_torch_function, has_torch_function
 
 from dumphelpers import assert_stats_match, numpy_stats
 from msprobe.pytorch import PrecisionDebugger
 
 
 def _dump(tmp_path, nested, body):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump"),
                                   "record_nested": nested}))
@@ -79,3 +83,23 @@ def test_functions_that_dispatch_themselves_still_run_once(tmp_path):
     assert results[0].tolist() == [1.0, 7.0]
     assert "Tensor.add.0.forward" in data  # the mode is still in place after the function returned
     assert F.gelu is torch._C._nn.gelu  # nothing in torch was replaced
+
+
+def _helper(x):
+    return x + 1
+
+
+def _uses_helper(x):
+    """A Python-level torch function that calls a global of its module."""
+    if has_torch_function((x,)):
+        return handle_torch_function(_uses_helper, (x,), x)
+    return _helper(x)
+
+
+def test_a_global_patched_between_windows_is_seen(tmp_path, monkeypatch):
+    x = torch.zeros(2)
+    results = []
+    _dump(tmp_path / "first", True, lambda: results.append(_uses_helper(x)))
+    monkeypatch.setattr(sys.modules[__name__], "_helper", lambda t: t + 2)
+    _dump(tmp_path / "second", True, lambda: results.append(_uses_helper(x)))
+    assert [r.tolist() for r in results] == [[1.0, 1.0], [2.0, 2.0]]  # the body ran from a fresh copy
