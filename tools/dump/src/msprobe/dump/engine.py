@@ -1,4 +1,5 @@
-"""The dump engine: step/rank lifecycle, call counters, entry assembly, statistics batches, journal.
+"""The dump engine: step/rank lifecycle, call counters, entry assembly, statistics batches; what it
+records is written by ``output.StepOutput``.
 
 Framework-free: an :class:`~msprobe.dump.adapter.Adapter` brings tensors and hooks, and reports calls
 through ``api_begin``/``api_inputs``/``api_outputs``, ``module_begin``/``module_end``,
@@ -7,44 +8,22 @@ through ``api_begin``/``api_inputs``/``api_outputs``, ``module_begin``/``module_
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from msprobe.schema import DebuggerConfig, RankWriter
-from msprobe.schema.names import api_entry, module_entry, params_grad_entry, tensor_file
-from msprobe.schema.tree import TENSOR_DIR, rank_dir_name, step_dir_name
+from msprobe.schema import DebuggerConfig
+from msprobe.schema.names import api_entry, module_entry, params_grad_entry
+from msprobe.schema.tree import rank_dir_name, step_dir_name
 
 from . import stack
 from .adapter import Adapter
+from .calls import Call
 from .entry import Encoder, PendingTensor, place
 from .filters import EntryFilter
-from .stepfiles import StepWriter
+from .output import StepOutput
 from .tasks import TaskPolicy, resolve_task
-
-
-class Call:
-    """One recorded API or module call; keeps what its backward entry needs."""
-
-    __slots__ = ("forward", "backward", "want_forward", "want_backward", "inputs", "tensors", "parent",
-                 "grad_in", "grad_out", "expect_in", "expect_out", "got_in", "got_out", "generation", "n_outputs",
-                 "n_args", "emitted")
-
-    def __init__(self, forward: str, backward: str, want_forward: bool, want_backward: bool,
-                 parent: Optional["Call"], generation: int) -> None:
-        self.forward, self.backward = forward, backward
-        self.want_forward, self.want_backward = want_forward, want_backward
-        self.inputs: Optional[Dict[str, Any]] = None
-        self.tensors: List[PendingTensor] = []
-        self.parent = parent
-        self.grad_in: List[Any] = []
-        self.grad_out: List[Any] = []
-        self.expect_in = self.expect_out = self.got_in = self.got_out = 0
-        self.n_outputs = self.n_args = 0
-        self.generation = generation
-        self.emitted = False
 
 
 class DumpEngine:
@@ -63,16 +42,13 @@ class DumpEngine:
         self.api_level = config.level in ("L1", "mix")
         self.busy = False
         self._counters: Dict[str, int] = {}
-        self._rank_writer: Optional[RankWriter] = None
-        self._rank_dir: Optional[str] = None
+        header = {"task": config.task, "level": config.level, "framework": adapter.framework}
+        self.output = StepOutput(header, adapter.save_tensor, adapter.tensor_suffix, self.task.save_tensors)
         self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
         self._pending_tensors = 0
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
         self._lock = threading.RLock()
-        self._files = None
-        self._metadata: List[Tuple[str, str, Any]] = []
-        self.entries_written = 0
         self.finished = False
         engine_ref = weakref.ref(self)
         atexit.register(lambda: engine_ref() and engine_ref().close())
@@ -104,7 +80,7 @@ class DumpEngine:
         self._counters.clear()
         self._open_backward.clear()
         self._modules.clear()
-        self._metadata = []  # construct nodes of a step that wrote no entry
+        self.output.drop_metadata()
         self.filter.new_step()
 
     def close(self) -> None:
@@ -118,24 +94,6 @@ class DumpEngine:
     # ----- the rank directory ---------------------------------------------------------------
     def rank_dir(self) -> str:
         return os.path.join(self.config.dump_path, step_dir_name(self.step), rank_dir_name(self.adapter.rank()))
-
-    def _writer(self) -> RankWriter:
-        if self._rank_writer is None or self._rank_writer.closed:
-            self._rank_dir = self.rank_dir()
-            tensor_dir = os.path.abspath(os.path.join(self._rank_dir, TENSOR_DIR)) if self.task.save_tensors else None
-            if tensor_dir:
-                os.makedirs(tensor_dir, exist_ok=True)
-            header = {"task": self.config.task, "level": self.config.level, "framework": self.adapter.framework,
-                      "dump_data_dir": tensor_dir}
-            self._rank_writer = StepWriter(self._rank_dir, header)
-        return self._rank_writer
-
-    def _file_writer(self):
-        if self._files is None:
-            from .writer import TensorFileWriter
-
-            self._files = TensorFileWriter(self.adapter.save_tensor)
-        return self._files
 
     # ----- counters and names ---------------------------------------------------------------
     def _next_index(self, key: str) -> int:
@@ -295,12 +253,7 @@ class DumpEngine:
     # ----- construct, pending entries and the statistics batch ----------------------------------
     def _construct(self, node: str, parent: Optional[str]) -> None:
         if self.module_level:  # metadata, like stacks: written in bulk by the background thread
-            self._metadata.append(("c", node, parent))
-
-    def _write_metadata(self, writer: RankWriter) -> None:
-        items, self._metadata = self._metadata, []
-        if items:
-            self._file_writer().call(functools.partial(_write_metadata, writer, items), "metadata")
+            self.output.construct(node, parent)
 
     def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
              frames: Optional[List[str]]) -> None:
@@ -317,35 +270,16 @@ class DumpEngine:
         handles = [t.handle for _, _, tensors, _ in pending for t in tensors]
         values = self.adapter.stats_to_host(handles) if handles else []
         position = 0
-        writer = None
         for name, entry, tensors, frames in pending:
             for tensor in tensors:
                 tensor.record.update(values[position])
                 position += 1
             if self.finished or not self.task.keep(name, entry):
                 continue
-            if writer is None:  # the step/rank directory appears with its first written entry, not before
-                writer = self._writer()
-            if self.task.save_tensors:
-                self._queue_files(name, tensors)
-            writer.entry(name, entry)  # on the kernel's side when it returns
-            if frames:  # metadata: written in bulk by the background thread at stop() and step()
-                self._metadata.append(("s", name, frames))
-            self.entries_written += 1
+            self.output.entry(self.rank_dir(), name, entry, tensors, frames)
             if self.task.finished():
                 self.finished = True
                 self.recording = False
-
-    def _queue_files(self, name: str, tensors: List[PendingTensor]) -> None:
-        files = self._file_writer()
-        tensor_dir = os.path.join(self._rank_dir, TENSOR_DIR)
-        for tensor in tensors:
-            if tensor.snapshot is None:
-                continue
-            file_name = tensor_file(name, tensor.role, tensor.position, self.adapter.tensor_suffix)
-            tensor.record["data_name"] = file_name
-            files.put(tensor.snapshot, os.path.join(tensor_dir, file_name))
-            tensor.snapshot = None
 
     def flush(self, final: bool) -> None:
         """Resolve pending statistics and write; ``final`` also emits incomplete backward entries and
@@ -357,34 +291,8 @@ class DumpEngine:
                         self._emit_backward(call)
                 self._open_backward.clear()
             self._flush_pending()
-            writer = self._rank_writer
-            if writer is not None and not writer.closed:
-                self._write_metadata(writer)
-                if final:  # the three JSON files are written once per step, from the journal, off the hot path
-                    self._file_writer().call(writer.finish, str(writer.rank_dir))
-                    self._rank_writer = None
-                else:
-                    writer.flush()
+            self.output.flush(final)
 
     def wait(self) -> None:
         """Block until every file queued so far (tensor files, finished steps' JSON files) is written."""
-        if self._files is not None:
-            self._files.drain()
-
-
-def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
-    # stack.capture hands out one list object per distinct stack: one journal line per distinct stack
-    stacks: Dict[int, Tuple[List[str], List[str]]] = {}
-    for kind, key, value in items:
-        if kind == "s":
-            group = stacks.get(id(value))
-            if group is None:
-                stacks[id(value)] = ([key], value)
-            else:
-                group[0].append(key)
-        else:
-            writer.construct(key, value)
-    for entries, frames in stacks.values():
-        writer.shared_stack(entries, frames)
-    writer.flush()
-
+        self.output.wait()

@@ -1,0 +1,112 @@
+"""Where a step's entries go: the rank directory's journal (``StepWriter``), tensor files and the
+construct/stack metadata, written through one background writer thread.
+
+The engine decides what is recorded; this writes it. An entry line is on the kernel's side when
+``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``stop()``
+and ``step()``; the three JSON files of a step are written from memory, off the hot path."""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from msprobe.schema import RankWriter
+from msprobe.schema.names import tensor_file
+from msprobe.schema.tree import TENSOR_DIR
+
+from .entry import PendingTensor
+from .stepfiles import StepWriter
+from .writer import TensorFileWriter
+
+
+class StepOutput:
+    """The files of one engine: one rank directory at a time, one writer thread for all of them."""
+
+    def __init__(self, header: Dict[str, Any], save_tensor: Callable[[Any, str], None], suffix: str,
+                 save_tensors: bool) -> None:
+        self._header = header
+        self._suffix = suffix
+        self._save_tensors = save_tensors
+        self._save_tensor = save_tensor
+        self._writer: Optional[StepWriter] = None
+        self._rank_dir: Optional[str] = None
+        self._files: Optional[TensorFileWriter] = None
+        self._metadata: List[Tuple[str, str, Any]] = []
+
+    def entry(self, rank_dir: str, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
+              frames: Optional[List[str]]) -> None:
+        """Write one entry (its tensor files queued first: they add ``data_name`` to the records)."""
+        writer = self._open(rank_dir)  # the step/rank directory appears with its first entry, not before
+        if self._save_tensors:
+            self._queue_files(name, tensors)
+        writer.entry(name, entry)
+        if frames:
+            self._metadata.append(("s", name, frames))
+
+    def construct(self, node: str, parent: Optional[str]) -> None:
+        self._metadata.append(("c", node, parent))
+
+    def drop_metadata(self) -> None:
+        """A step ended without writing an entry: its construct nodes go with it."""
+        self._metadata = []
+
+    def flush(self, final: bool) -> None:
+        """Write the gathered metadata; ``final`` also completes the step's files (dump.json ...)."""
+        writer = self._writer
+        if writer is None or writer.closed:
+            return
+        items, self._metadata = self._metadata, []
+        if items:
+            self._file_writer().call(functools.partial(_write_metadata, writer, items), "metadata")
+        if final:
+            self._file_writer().call(writer.finish, str(writer.rank_dir))
+            self._writer = None
+        else:
+            writer.flush()
+
+    def wait(self) -> None:
+        """Block until every file queued so far (tensor files, finished steps' JSON files) is written."""
+        if self._files is not None:
+            self._files.drain()
+
+    def _open(self, rank_dir: str) -> RankWriter:
+        if self._writer is None or self._writer.closed:
+            self._rank_dir = rank_dir
+            tensor_dir = os.path.abspath(os.path.join(rank_dir, TENSOR_DIR)) if self._save_tensors else None
+            if tensor_dir:
+                os.makedirs(tensor_dir, exist_ok=True)
+            self._writer = StepWriter(rank_dir, dict(self._header, dump_data_dir=tensor_dir))
+        return self._writer
+
+    def _file_writer(self) -> TensorFileWriter:
+        if self._files is None:
+            self._files = TensorFileWriter(self._save_tensor)
+        return self._files
+
+    def _queue_files(self, name: str, tensors: List[PendingTensor]) -> None:
+        files = self._file_writer()
+        tensor_dir = os.path.join(self._rank_dir, TENSOR_DIR)
+        for tensor in tensors:
+            if tensor.snapshot is None:
+                continue
+            file_name = tensor_file(name, tensor.role, tensor.position, self._suffix)
+            tensor.record["data_name"] = file_name
+            files.put(tensor.snapshot, os.path.join(tensor_dir, file_name))
+            tensor.snapshot = None
+
+
+def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
+    # stack.capture hands out one list object per distinct stack: one journal line per distinct stack
+    stacks: Dict[int, Tuple[List[str], List[str]]] = {}
+    for kind, key, value in items:
+        if kind == "s":
+            group = stacks.get(id(value))
+            if group is None:
+                stacks[id(value)] = ([key], value)
+            else:
+                group[0].append(key)
+        else:
+            writer.construct(key, value)
+    for entries, frames in stacks.values():
+        writer.shared_stack(entries, frames)
+    writer.flush()
