@@ -45,7 +45,6 @@ class DumpEngine:
         header = {"task": config.task, "level": config.level, "framework": adapter.framework}
         self.output = StepOutput(header, adapter.save_tensor, adapter.tensor_suffix, self.task.save_tensors)
         self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
-        self._pending_tensors = 0
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
         self._lock = threading.RLock()
@@ -259,12 +258,11 @@ class DumpEngine:
              frames: Optional[List[str]]) -> None:
         with self._lock:
             self._pending.append((name, entry, tensors, frames))
-            self._pending_tensors += len(tensors)
             if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
                 self._flush_pending()
 
     def _flush_pending(self) -> None:
-        pending, self._pending, self._pending_tensors = self._pending, [], 0
+        pending, self._pending = self._pending, []
         if not pending:
             return
         handles = [t.handle for _, _, tensors, _ in pending for t in tensors]
@@ -276,7 +274,7 @@ class DumpEngine:
                 position += 1
             if self.finished or not self.task.keep(name, entry):
                 continue
-            self.output.entry(self.rank_dir(), name, entry, tensors, frames)
+            self.output.entry(self.rank_dir, name, entry, tensors, frames)
             if self.task.finished():
                 self.finished = True
                 self.recording = False

@@ -33,9 +33,10 @@ class StepOutput:
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
 
-    def entry(self, rank_dir: str, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
+    def entry(self, rank_dir: Callable[[], str], name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
               frames: Optional[List[str]]) -> None:
-        """Write one entry (its tensor files queued first: they add ``data_name`` to the records)."""
+        """Write one entry (its tensor files queued first: they add ``data_name`` to the records);
+        ``rank_dir()`` is asked only when the step's directory is opened."""
         writer = self._open(rank_dir)  # the step/rank directory appears with its first entry, not before
         if self._save_tensors:
             self._queue_files(name, tensors)
@@ -69,13 +70,13 @@ class StepOutput:
         if self._files is not None:
             self._files.drain()
 
-    def _open(self, rank_dir: str) -> RankWriter:
+    def _open(self, rank_dir: Callable[[], str]) -> RankWriter:
         if self._writer is None or self._writer.closed:
-            self._rank_dir = rank_dir
-            tensor_dir = os.path.abspath(os.path.join(rank_dir, TENSOR_DIR)) if self._save_tensors else None
+            self._rank_dir = path = rank_dir()
+            tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
             if tensor_dir:
                 os.makedirs(tensor_dir, exist_ok=True)
-            self._writer = StepWriter(rank_dir, dict(self._header, dump_data_dir=tensor_dir))
+            self._writer = StepWriter(path, dict(self._header, dump_data_dir=tensor_dir))
         return self._writer
 
     def _file_writer(self) -> TensorFileWriter:

@@ -18,9 +18,6 @@ class TensorFileWriter:
         self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue(maxsize=4096)
         self._thread: Optional[threading.Thread] = None
         self._recent: Dict[int, Tuple[Any, str]] = {}
-        self.errors = 0
-        self.written = 0
-        self.bytes = 0
 
     def put(self, snapshot: Any, path: str) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -43,10 +40,7 @@ class TensorFileWriter:
                     snapshot()
                     continue
                 self._write(snapshot, path)
-                self.written += 1
-                self.bytes += os.path.getsize(path)
             except Exception as exc:  # a full disk must not kill training; say it once per file
-                self.errors += 1
                 print(f"msprobe: warning: cannot write {item[1] if item else '?'}: {exc}", file=sys.stderr)
             finally:
                 self._queue.task_done()

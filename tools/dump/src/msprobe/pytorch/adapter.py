@@ -46,10 +46,11 @@ class TorchAdapter(Adapter):
     def tensor_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
         # one API's output is usually the next one's input, and views have their base's elements:
         # statistics are computed once per contents (content_cache.py)
-        handle, key, owner = (self._crc_cache if md5 else self._stat_cache).lookup(tensor)
+        cache = self._crc_cache if md5 else self._stat_cache
+        handle, key, owner = cache.lookup(tensor)
         if handle is None:
             handle = stats.reduce(tensor, precision, md5)
-            (self._crc_cache if md5 else self._stat_cache).store(key, owner, handle)
+            cache.store(key, owner, handle)
         return handle
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
