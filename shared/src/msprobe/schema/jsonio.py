@@ -40,10 +40,14 @@ def dumps(value: Any, indent: int = None) -> str:
 
 def write_json_atomic(path: PathLike, value: Any, indent: int = 1) -> None:
     """Write a whole JSON file so a reader never sees half of it: temp file, fsync, rename."""
+    # json.dumps (not json.dump) so that indent=None takes the C encoder: 10x faster on large dumps
+    write_text_atomic(path, json.dumps(value, indent=indent, ensure_ascii=False))
+
+
+def write_text_atomic(path: PathLike, text: str) -> None:
+    """Write a whole text file (JSON already encoded) so a reader never sees half of it."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    # json.dumps (not json.dump) so that indent=None takes the C encoder: 10x faster on large dumps
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()

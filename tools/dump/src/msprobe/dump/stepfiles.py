@@ -17,8 +17,7 @@ from typing import Any, Dict, List, Optional
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
 from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME
-from msprobe.schema.jsonio import write_json_atomic
-
+from msprobe.schema.jsonio import write_json_atomic, write_text_atomic
 
 
 def _not_serialisable(value: Any) -> Any:
@@ -103,8 +102,8 @@ class StepWriter(RankWriter):
                      for name, text in self._texts.items()]
             header = _dumps(self._header)
             data = '"data": {' + ", ".join(parts) + "}"
-            _write_text_atomic(os.path.join(str(self.rank_dir), DUMP_NAME),
-                               header[:-1] + ", " + data + "}" if self._header else "{" + data + "}")
+            write_text_atomic(self.rank_dir / DUMP_NAME,
+                              header[:-1] + ", " + data + "}" if self._header else "{" + data + "}")
             write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(self._stacks), indent=None)
             write_json_atomic(self.rank_dir / CONSTRUCT_NAME, self._construct, indent=None)
             self._handle.close()
@@ -114,14 +113,3 @@ class StepWriter(RankWriter):
 def _write_all(fd: int, data: bytes) -> None:
     while data:
         data = data[os.write(fd, data):]
-
-
-def _write_text_atomic(path: str, text: str) -> None:
-    """``write_json_atomic`` for text already encoded: temp file, fsync, rename."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
