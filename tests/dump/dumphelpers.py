@@ -1,7 +1,9 @@
 """Models and numpy references shared by the dump tests."""
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -89,3 +91,19 @@ def assert_stats_match(record: dict, expected: dict, where: str, rel: float = 1e
         scale = max(abs(want), 1e-6) if key != "Mean" else max(abs(want), expected["Norm"] / 1e3, 1e-6)
         assert math.isclose(got, want, rel_tol=rel, abs_tol=rel * scale), f"{where}.{key}: {got} != {want}"
 
+
+def dump_one_step(folder: Path, body, **config) -> dict:
+    """Run ``body`` in one dumped L1 statistics step configured through a config.json in ``folder``
+    (``config`` adds or replaces fields); returns the step's dump.json data."""
+    from msprobe.pytorch import PrecisionDebugger
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.json"
+    path.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(folder / "dump"), **config}))
+    debugger = PrecisionDebugger(config_path=str(path))
+    debugger.start()
+    body()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    return json.loads((folder / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]

@@ -1,27 +1,17 @@
 """Statistics are computed once per tensor contents, and never served for changed or different contents."""
 from __future__ import annotations
 
-import json
 import zlib
 
 import torch
 
-from dumphelpers import assert_stats_match, numpy_stats
-from msprobe.pytorch import PrecisionDebugger, stats
+from dumphelpers import assert_stats_match, dump_one_step, numpy_stats
+from msprobe.pytorch import stats
 from msprobe.pytorch.content_cache import ContentCache
 
 
 def _run(tmp_path, body, summary_mode="statistics"):
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump"),
-                                  "statistics": {"summary_mode": summary_mode}}))
-    debugger = PrecisionDebugger(config_path=str(config))
-    debugger.start()
-    body()
-    debugger.stop()
-    debugger.step()
-    debugger.flush()
-    return json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    return dump_one_step(tmp_path, body, statistics={"summary_mode": summary_mode})
 
 
 def _counting(monkeypatch):

@@ -1,8 +1,6 @@
 """``record_nested``: APIs called inside other APIs (F.layer_norm -> torch.layer_norm) are recorded too."""
 from __future__ import annotations
 
-import json
-
 import sys
 
 import pytest
@@ -10,22 +8,11 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import handle_torch_function, has_torch_function
 
-from dumphelpers import assert_stats_match, numpy_stats
-from msprobe.pytorch import PrecisionDebugger
+from dumphelpers import assert_stats_match, dump_one_step, numpy_stats
 
 
 def _dump(tmp_path, nested, body):
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump"),
-                                  "record_nested": nested}))
-    debugger = PrecisionDebugger(config_path=str(config))
-    debugger.start()
-    body()
-    debugger.stop()
-    debugger.step()
-    debugger.flush()
-    return json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    return dump_one_step(tmp_path, body, record_nested=nested)
 
 
 def _layer_norm_step(x, w):
