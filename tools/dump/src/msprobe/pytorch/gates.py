@@ -53,12 +53,7 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
         return value
     if isinstance(value, (list, tuple)) and len(path) < 2 and any(isinstance(v, torch.Tensor) for v in value):
         items = [gate(engine, call, side, v, path + (i,), count) for i, v in enumerate(value)]
-        if isinstance(value, list):
-            return items
-        try:
-            return type(value)(items)
-        except TypeError:
-            return type(value)(*items)
+        return _rebuild(value, items)
     return value
 
 
@@ -91,13 +86,16 @@ def gate_outputs(engine: Any, call: Any, output: Any) -> Tuple[Any, int, int]:
     try:
         if isinstance(output, (list, tuple)):
             items = [gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
-            return (items if isinstance(output, list) else _rebuild(output, items)), len(output), count[0]
+            return _rebuild(output, items), len(output), count[0]
         return gate(engine, call, "input", output, (0,), count), 1, count[0]
     finally:
         engine.busy = False
 
 
-def _rebuild(value: tuple, items: list) -> tuple:
+def _rebuild(value: Any, items: list) -> Any:
+    """``items`` in the container ``value`` came in: a list, a tuple or a named tuple."""
+    if isinstance(value, list):
+        return items
     try:
         return type(value)(items)
     except TypeError:
