@@ -41,17 +41,13 @@ class DumpMode(TorchFunctionMode):
         key = self.table.get(func)
         engine = self.engine
         if key is None or engine.busy:
-            return self._body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
+            return self._runner.body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
         call = engine.api_begin(key[0], key[1])
         if not self.nested:
             return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)
         if call is None:
-            return self._body(func, args, kwargs)
-        return run_recorded(engine, call, key[1], lambda *a, **k: self._body(func, a, k), args, kwargs)
-
-    def _body(self, func, args, kwargs):
-        """Run ``func`` with this mode active inside it (``record_nested``)."""
-        return self._runner.body(func, args, kwargs)
+            return self._runner.body(func, args, kwargs)
+        return run_recorded(engine, call, key[1], lambda *a, **k: self._runner.body(func, a, k), args, kwargs)
 
 
 def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
