@@ -34,6 +34,11 @@ class Adapter:
         """Start the reduction of one tensor on its own device; returns an opaque handle (no host sync)."""
         raise NotImplementedError
 
+    def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
+        """The final ``Max, Min, Mean, Norm`` of a handle whose statistics are already host numbers
+        (the record is then complete at once, without a batch); None when ``stats_to_host`` is needed."""
+        return None
+
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         """Bring a batch of handles to the host: one dict per handle with ``Max, Min, Mean, Norm``
         (None where undefined) and ``md5`` when asked for."""

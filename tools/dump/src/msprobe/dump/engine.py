@@ -265,13 +265,15 @@ class DumpEngine:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        handles = [t.handle for _, _, tensors, _ in pending for t in tensors]
+        handles = [t.handle for _, _, tensors, _ in pending for t in tensors if t.handle is not None]
         values = self.adapter.stats_to_host(handles) if handles else []
         position = 0
         for name, entry, tensors, frames in pending:
-            for tensor in tensors:
-                tensor.record.update(values[position])
-                position += 1
+            if handles:
+                for tensor in tensors:
+                    if tensor.handle is not None:
+                        tensor.record.update(values[position])
+                        position += 1
             if self.finished or not self.task.keep(name, entry):
                 continue
             self.output.entry(self.rank_dir, name, entry, tensors, frames)

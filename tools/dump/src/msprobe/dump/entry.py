@@ -9,7 +9,8 @@ STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 
 
 class PendingTensor:
-    """A tensor record waiting for its statistics (and, for task tensor, its file)."""
+    """A tensor record waiting for its statistics (``handle``; None once they are in the record) and, for
+    task tensor, its file."""
 
     __slots__ = ("record", "handle", "snapshot", "role", "position")
 
@@ -58,12 +59,20 @@ class Encoder:
         return {"type": type(value).__name__, "value": None}
 
     def tensor(self, tensor: Any, role: str, position: Tuple, out: List[PendingTensor]) -> Dict[str, Any]:
-        type_name, dtype, shape, requires_grad = self.adapter.tensor_meta(tensor)
-        record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": None, "Min": None, "Mean": None,
-                  "Norm": None, "requires_grad": requires_grad}
-        handle = self.adapter.tensor_stats(tensor, self.precision, self.md5)
-        snapshot = self.adapter.snapshot(tensor) if self.snapshots else None
-        out.append(PendingTensor(record, handle, snapshot, role, position))
+        adapter = self.adapter
+        type_name, dtype, shape, requires_grad = adapter.tensor_meta(tensor)
+        handle = adapter.tensor_stats(tensor, self.precision, self.md5)
+        ready = adapter.ready_stats(handle)
+        if ready is None:
+            record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": None, "Min": None, "Mean": None,
+                      "Norm": None, "requires_grad": requires_grad}
+        else:  # host statistics: the record is final now, nothing waits for a batch
+            record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": ready["Max"], "Min": ready["Min"],
+                      "Mean": ready["Mean"], "Norm": ready["Norm"], "requires_grad": requires_grad}
+            handle = None
+        snapshot = adapter.snapshot(tensor) if self.snapshots else None
+        if handle is not None or snapshot is not None:
+            out.append(PendingTensor(record, handle, snapshot, role, position))
         return record
 
     def args(self, args: Tuple, kwargs: Optional[Dict[str, Any]], out: List[PendingTensor]) -> Dict[str, Any]:

@@ -71,6 +71,9 @@ class TorchAdapter(Adapter):
         for cache in (self._stat_cache, self._crc_cache, self._snap_cache):
             cache.clear()
 
+    def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
+        return handle.ready if handle.crc is None else None
+
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.to_host(handles)
 

@@ -5,7 +5,8 @@ parameter gradient hooks. Gradient gates: ``gates.py``; nested calls (``record_n
 from __future__ import annotations
 
 import functools
-from typing import Any, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -93,6 +94,7 @@ class Hooks:
         self._module_handles: List[Any] = []
         self._grad_handles: List[Any] = []
         self._hooked_params: set = set()
+        self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
@@ -158,18 +160,30 @@ class Hooks:
         for path, module in model.named_modules():
             if not path:
                 continue  # the root model itself is not recorded (upstream does the same)
-            full = prefix + path
-            class_name = type(module).__name__
-            calls: List[Call] = []
-            self._module_handles.append(module.register_forward_pre_hook(
-                self._pre_hook(full, class_name, calls), with_kwargs=True))
-            self._module_handles.append(module.register_forward_hook(
-                self._post_hook(module, calls), with_kwargs=True))
+            pre, post, param_hooks = self._module_hooks(module, prefix + path)
+            self._module_handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            self._module_handles.append(module.register_forward_hook(post, with_kwargs=True))
             for name, param in module.named_parameters(recurse=False):
                 if param.requires_grad and (id(module), name) not in self._hooked_params:
                     self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
-                    self._grad_handles.append(param.register_hook(
-                        self._param_hook((self.engine.adapter.module_prefix, full, class_name), name)))
+                    hook = param_hooks.get(name)
+                    if hook is None:
+                        hook = param_hooks[name] = self._param_hook(param_hooks["owner"], name)
+                    self._grad_handles.append(param.register_hook(hook))
+
+    def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Dict[str, Any]]:
+        """The hooks of ``module`` at path ``full``, made once and registered again in every window
+        (making them, closures and wrappers, cost more than a small model's forward pass)."""
+        cached = self._made.get(module)
+        if cached is not None and cached[0] == full:
+            cached[1].clear()  # a window that ended inside a forward call leaves its call behind
+            return cached[2], cached[3], cached[4]
+        class_name = type(module).__name__
+        calls: List[Call] = []
+        param_hooks: Dict[str, Any] = {"owner": (self.engine.adapter.module_prefix, full, class_name)}
+        made = (full, calls, self._pre_hook(full, class_name, calls), self._post_hook(calls), param_hooks)
+        self._made[module] = made
+        return made[2], made[3], param_hooks
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Call]):
         engine = self.engine
@@ -198,7 +212,7 @@ class Hooks:
             return gated, kwargs
         return pre
 
-    def _post_hook(self, module: torch.nn.Module, calls: List[Call]):
+    def _post_hook(self, calls: List[Call]):
         engine = self.engine
 
         @outside_mode
