@@ -178,3 +178,30 @@ def test_async_dump_and_high_precision(tmp_path, dump_dir):
     assert data["Torch.sqrt.0.forward"]["input_args"][0]["Max"] == pytest.approx(x.max().item() / 2)
     assert_stats_match(data["Torch.sqrt.0.forward"]["output"][0], numpy_stats(np.sqrt(x.numpy() / 2)), "sqrt",
                        rel=1e-6)
+
+
+def test_module_hooks_follow_replaced_modules_and_keep_nothing_alive(dump_dir):
+    """Module hooks are made once per module and registered again in every window: a module replaced
+    between steps is recorded with its own parameters, and a dropped model is not kept alive."""
+    import gc
+    import weakref
+
+    from dumphelpers import MLP
+
+    model = MLP()
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    x = torch.randn(2, 8)
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    model.fc2 = nn.Linear(16, 4)
+    with torch.no_grad():
+        model.fc2.weight.fill_(0.5)
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    first, second = _data(dump_dir, 0), _data(dump_dir, 1)
+    assert sorted(first) == sorted(second)
+    weight = second["Module.fc2.Linear.forward.0"]["parameters"]["weight"]
+    assert weight["Max"] == weight["Min"] == 0.5
+    assert "weight" in second["Module.fc2.Linear.parameters_grad"]
+    gone = weakref.ref(model.fc2)
+    model.fc2 = nn.Linear(16, 4)
+    gc.collect()
+    assert gone() is None
