@@ -92,22 +92,63 @@ def test_corrupted_dump_json_never_raises_anything_else(tmp_path_factory, data, 
 
 @SETTINGS
 @given(data=entries.filter(bool), cut=st.floats(0.0, 1.0))
-def test_killed_journal_keeps_every_complete_line(tmp_path_factory, data, cut):
+def test_killed_journal_keeps_every_complete_record(tmp_path_factory, data, cut):
     rank_dir = tmp_path_factory.mktemp("kill")
+    writer = RankWriter(rank_dir, {"task": "statistics", "framework": "pytorch"})
+    ends = []  # the journal's size after each entry record: where a kill may cut it
+    for name, item in data.items():
+        writer.entry(name, item)
+        ends.append((rank_dir / JOURNAL_NAME).stat().st_size)
+    raw = (rank_dir / JOURNAL_NAME).read_bytes()
+    at = int(len(raw) * cut)
+    (rank_dir / JOURNAL_NAME).write_bytes(raw[:at])
+    files = read_journal(rank_dir / JOURNAL_NAME)  # a cut last record is what a kill leaves: not an error
+    kept = [name for name, end in zip(data, ends) if end <= at]
+    assert list(files.dump.data) == kept
+    assert all(_same(files.dump.data[name], data[name]) for name in kept)
+
+
+@SETTINGS
+@given(data=entries.filter(bool), position=st.integers(0, 10**6), junk=st.binary(min_size=1, max_size=4))
+def test_corrupted_journal_gives_schema_error_only(tmp_path_factory, data, position, junk):
+    rank_dir = tmp_path_factory.mktemp("badj")
     writer = RankWriter(rank_dir, {"task": "statistics", "framework": "pytorch"})
     for name, item in data.items():
         writer.entry(name, item)
-    raw = (rank_dir / JOURNAL_NAME).read_bytes()
-    kept = raw[: int(len(raw) * cut)]
-    (rank_dir / JOURNAL_NAME).write_bytes(kept)
-    complete_lines = sum(1 for line in kept.split(b"\n") if line and _parses(line))
-    files = read_journal(rank_dir / JOURNAL_NAME)  # a cut last line is what a kill leaves: not an error
-    assert len(files.dump.data) == max(0, complete_lines - 1)  # every complete entry line, header excluded
-
-
-def _parses(line: bytes) -> bool:
+    path = rank_dir / JOURNAL_NAME
+    raw = path.read_bytes()
+    at = position % len(raw)
+    path.write_bytes(raw[:at] + junk + raw[at + len(junk):])
     try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
+        read_journal(path)
+    except SchemaError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+
+
+def test_journal_records_naming_code_are_refused(tmp_path):
+    """A journal never runs code: a record that names a function is refused, and the function not called."""
+    import os
+    import pickle
+
+    rank_dir = tmp_path / "rank"
+    writer = RankWriter(rank_dir, {"task": "statistics", "framework": "pytorch"})
+    writer.flush()
+    with open(rank_dir / JOURNAL_NAME, "ab") as handle:
+        handle.write(pickle.dumps(["d", "Torch.x.0.forward", {"output": os.getcwd}], protocol=4))
+        handle.write(pickle.dumps(["d", "Torch.y.0.forward", {"output": []}], protocol=4))
+    try:
+        read_journal(rank_dir / JOURNAL_NAME)
+    except SchemaError as exc:
+        assert "record 2" in str(exc) and "posix.getcwd" in str(exc) and "\n" not in str(exc)
+    else:
+        raise AssertionError("a record naming a function was read")
+
+
+def test_journal_of_json_lines_is_still_read(tmp_path):
+    rank_dir = tmp_path / "rank"
+    rank_dir.mkdir()
+    lines = [["h", {"task": "statistics", "framework": "pytorch"}], ["d", "Torch.exp.0.forward", {"output": []}],
+             ["s", ["Torch.exp.0.forward"], ["File a.py, line 1, in f, \n x"]]]
+    (rank_dir / JOURNAL_NAME).write_text("\n".join(json.dumps(line) for line in lines) + '\n["d", "cut')
+    files = read_journal(rank_dir / JOURNAL_NAME)
+    assert list(files.dump.data) == ["Torch.exp.0.forward"] and files.stacks["Torch.exp.0.forward"]

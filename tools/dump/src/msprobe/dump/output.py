@@ -1,7 +1,7 @@
 """Where a step's entries go: the rank directory's journal (``StepWriter``), tensor files and the
 construct/stack metadata, written through one background writer thread.
 
-The engine decides what is recorded; this writes it. An entry line is on the kernel's side when
+The engine decides what is recorded; this writes it. An entry's journal record is on the kernel's side when
 ``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``stop()``
 and ``step()``; the three JSON files of a step are written from memory, off the hot path."""
 from __future__ import annotations
@@ -97,7 +97,7 @@ class StepOutput:
 
 
 def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
-    # stack.capture hands out one list object per distinct stack: one journal line per distinct stack
+    # stack.capture hands out one list object per distinct stack: one journal record per distinct stack
     stacks: Dict[int, Tuple[List[str], List[str]]] = {}
     for kind, key, value in items:
         if kind == "s":

@@ -1,22 +1,23 @@
-"""The journal of one step and rank, keeping what it wrote in memory for the end-of-step files.
+"""The journal of one step and rank, keeping what it recorded in memory for the end-of-step files.
 
-``RankWriter.finalize`` reads the journal back, parses and validates every line and encodes dump.json
-again: on a small model that background work costs nearly half as much CPU as the dumped step itself,
-and competes with it for the GIL. The engine wrote every line itself, so :class:`StepWriter` keeps each
-entry's JSON text (the same encoder, the same bytes) and writes dump.json by joining them; stack.json
-and construct.json come from the dicts it kept. The journal lines and the files are those
-``RankWriter`` writes; a journal left by a killed process is recovered by ``msprobe.schema`` as before.
+Writing an entry as JSON text costs five times its journal record (a pickle of plain values,
+``msprobe.schema.journal``) on the hot path, and ``RankWriter.finalize`` would read the journal back,
+parse and validate every record and encode dump.json anyway. :class:`StepWriter` writes each entry's
+record as it is recorded (a killed process keeps it) and keeps the entry itself; the JSON of dump.json
+is written from those, once, by the background writer thread when the step ends. The journal records
+and the files are those ``RankWriter`` writes; a journal left by a killed process is recovered by
+``msprobe.schema`` as before.
 """
 from __future__ import annotations
 
 import json
 import os
 from json.encoder import c_make_encoder, encode_basestring
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, journal_record
 from msprobe.schema.jsonio import write_json_atomic, write_text_atomic
 
 
@@ -40,45 +41,41 @@ else:  # a Python without the _json accelerator
 class StepWriter(RankWriter):
     """A ``RankWriter`` that remembers its entries, stacks and construct.
 
-    Every entry line reaches the kernel as it is recorded (one ``os.write`` of a whole line on the
-    append-mode journal: a killed process keeps it); stack and construct lines are gathered and written
-    together by ``flush()``. Whole lines per write keep lines from two threads from interleaving."""
+    Every entry record reaches the kernel as it is recorded (one ``os.write`` of a whole record on the
+    append-mode journal: a killed process keeps it); stack and construct records are gathered and written
+    together by ``flush()``. Whole records per write keep records from two threads from interleaving."""
 
     def __init__(self, rank_dir: str, header: Dict[str, Any]) -> None:
-        self._batch: List[str] = []
+        self._batch: List[bytes] = []
         super().__init__(rank_dir, header, autoflush=False)
-        self._fd = self._handle.fileno()  # every line goes through the descriptor, none through the text handle
-        self.flush()  # the header line
+        self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
+        self.flush()  # the header record
         self._header = dict(header)
         self._values: Dict[str, Any] = {}
-        self._texts: Dict[str, Optional[str]] = {}
         self._stacks: Dict[str, List[str]] = {}
         self._construct: Dict[str, Any] = {}
 
     def _write(self, item: list) -> None:
-        line = _dumps(item) + "\n"
+        record = journal_record(item)
         with self._lock:
-            self._batch.append(line)
+            self._batch.append(record)
 
     def flush(self) -> None:
         with self._lock:
-            lines, self._batch = self._batch, []
-            if lines:
-                _write_all(self._fd, "".join(lines).encode("utf-8"))
+            records, self._batch = self._batch, []
+            if records:
+                _write_all(self._fd, b"".join(records))
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
-        text = _dumps(value)
-        line = '["d", ' + encode_basestring(name) + ", " + text + "]\n"  # json.dumps(["d", name, value]), same bytes
-        _write_all(self._fd, line.encode("utf-8"))
+        """Record an entry; the engine never changes an entry (or a record in it) once written."""
+        _write_all(self._fd, journal_record(["d", name, value]))
         earlier = self._values.get(name)
         if earlier is None:
             self._values[name] = value
-            self._texts[name] = text
         else:  # a later call with the same name adds or replaces top-level keys (as read_journal merges)
             merged = dict(earlier)
             merged.update(value)
             self._values[name] = merged
-            self._texts[name] = None
 
     def construct(self, node: str, parent: Any) -> None:
         super().construct(node, parent)
@@ -98,8 +95,7 @@ class StepWriter(RankWriter):
         the journal. Runs on the background writer thread once the step's lines are all written."""
         self.flush()
         with self._lock:
-            parts = [encode_basestring(name) + ": " + (text if text is not None else _dumps(self._values[name]))
-                     for name, text in self._texts.items()]
+            parts = [encode_basestring(name) + ": " + _dumps(value) for name, value in self._values.items()]
             header = _dumps(self._header)
             data = '"data": {' + ", ".join(parts) + "}"
             write_text_atomic(self.rank_dir / DUMP_NAME,
