@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 
-def _dense(t: torch.Tensor) -> bool:
+def dense(t: torch.Tensor) -> bool:
     """True when the elements fill one block of memory in some order (a transpose of a contiguous tensor)."""
     expected = 1
     for stride, size in sorted(zip(t.stride(), t.shape)):
@@ -45,7 +45,7 @@ class ContentCache:
             version = t._version
         except RuntimeError:  # an inference tensor: no version counter, so nothing tells a change: no key
             return None, t
-        if self._by_contents and (t.is_contiguous() or (self._permuted and _dense(t))):
+        if self._by_contents and (t.is_contiguous() or (self._permuted and dense(t))):
             base = t._base
             root = t if base is None else base
             return (id(root), t.storage_offset(), t.numel(), t.dtype, version), root

@@ -1,0 +1,99 @@
+"""The compiled statistics kernel against float64 numpy, and the numpy path it stands in for."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from msprobe.dump import fastreduce
+from msprobe.pytorch import stats
+
+kernel = fastreduce.native()
+needs_kernel = pytest.mark.skipif(kernel is None, reason="no C compiler or Python headers here")
+
+
+def _reference(t: torch.Tensor) -> dict:
+    wide = t.detach().double().numpy().ravel()
+    return {"Max": wide.max(), "Min": wide.min(), "Mean": wide.mean(), "Norm": float(np.sqrt(np.dot(wide, wide)))}
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("numel", [1, 15, 16, 17, 257, 4096 + 3, 70_000])
+def test_kernel_matches_float64_numpy(dtype, numel):
+    torch.manual_seed(numel)
+    t = (torch.randn(numel) * 3 + 0.5).to(dtype)
+    got = stats.reduce(t, "normal", False).ready
+    want = _reference(t)
+    assert got["Max"] == want["Max"] and got["Min"] == want["Min"]  # exact: no rounding on the way
+    assert got["Mean"] == pytest.approx(want["Mean"], rel=1e-7, abs=1e-9)
+    assert got["Norm"] == pytest.approx(want["Norm"], rel=1e-7)
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind, dtype", [(fastreduce.F16, np.float16), (fastreduce.BF16, None)])
+def test_every_half_precision_bit_pattern_converts_exactly(kind, dtype):
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    if dtype is None:
+        values = torch.from_numpy(bits.view(np.int16).copy()).view(torch.bfloat16)
+    else:
+        values = torch.from_numpy(bits.view(dtype).copy())
+    expected = values.double().numpy()
+    got = np.array([kernel.stats(values[i:i + 1].data_ptr(), 1, kind)[0] for i in range(1 << 16)])
+    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
+    assert same.all(), np.flatnonzero(~same)[:5]
+
+
+@needs_kernel
+def test_nan_and_infinity_follow_numpy():
+    with_nan = torch.tensor([1.0, float("nan"), -3.0] * 11)
+    assert all(v != v for v in stats.reduce(with_nan, "normal", False).ready.values())
+    both = stats.reduce(torch.tensor([float("-inf"), 2.0, float("inf")] * 7), "normal", False).ready
+    assert both["Max"] == float("inf") and both["Min"] == float("-inf") and both["Norm"] == float("inf")
+    assert both["Mean"] != both["Mean"]  # inf - inf
+
+
+@needs_kernel
+def test_dense_views_use_the_kernel_and_strided_ones_fall_back(monkeypatch):
+    base = torch.randn(64, 48)
+    calls = []
+    real = kernel.stats
+
+    class Spy:
+        @staticmethod
+        def stats(address, numel, kind):
+            calls.append(numel)
+            return real(address, numel, kind)
+
+    monkeypatch.setattr(fastreduce, "_loaded", Spy)
+    transposed = stats.reduce(base.t(), "normal", False).ready
+    assert calls == [64 * 48] and transposed["Norm"] == pytest.approx(_reference(base)["Norm"], rel=1e-7)
+    every_other = base[:, ::2]
+    strided = stats.reduce(every_other, "normal", False).ready
+    assert calls == [64 * 48]  # not one block: numpy's path
+    assert strided["Max"] == _reference(every_other)["Max"]
+
+
+def test_without_a_compiler_numpy_gives_the_same_numbers(tmp_path):
+    """A machine without a C compiler: nothing is built, the dump's numbers are numpy's, equal to ~1e-6."""
+    script = (
+        "import json, torch\n"
+        "from msprobe.dump import fastreduce\n"
+        "from msprobe.pytorch import stats\n"
+        "torch.manual_seed(0)\n"
+        "t = torch.randn(5000)\n"
+        "print(json.dumps([fastreduce.native() is None, stats.reduce(t, 'normal', False).ready]))\n"
+    )
+    env = dict(os.environ, CC=str(tmp_path / "no-such-compiler"), MSPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    fallback, got = __import__("json").loads(done.stdout)
+    assert fallback and not any((tmp_path / "cache").glob("*.so"))
+    torch.manual_seed(0)
+    want = _reference(torch.randn(5000))
+    assert got["Max"] == want["Max"] and got["Min"] == want["Min"]
+    assert got["Norm"] == pytest.approx(want["Norm"], rel=1e-6)
+    assert got["Mean"] == pytest.approx(want["Mean"], rel=1e-5, abs=1e-8)
