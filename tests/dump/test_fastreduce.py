@@ -55,6 +55,8 @@ def test_nan_and_infinity_follow_numpy():
     both = stats.reduce(torch.tensor([float("-inf"), 2.0, float("inf")] * 7), "normal", False).ready
     assert both["Max"] == float("inf") and both["Min"] == float("-inf") and both["Norm"] == float("inf")
     assert both["Mean"] != both["Mean"]  # inf - inf
+    huge = torch.tensor([3e38, -2e38, 1e20] * 5)  # finite, but their float32 squares overflow
+    assert stats.reduce(huge, "normal", False).ready["Norm"] == pytest.approx(_reference(huge)["Norm"], rel=1e-12)
 
 
 @needs_kernel

@@ -104,6 +104,17 @@ static void reduce_block(const void *data, Py_ssize_t n, int kind, double out[4]
     case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32) break;
     default: REDUCE_BODY(double, double, AS_IS) break;
     }
+    /* finite elements whose float squares overflowed (|x| > 1.8e19): squares again, in double */
+    if (isinf(out[3]) && isfinite(out[0]) && isfinite(out[1]) && kind != KIND_F64) {
+        double squares = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double v = kind == KIND_F32 ? (double)((const float *)data)[i]
+                     : kind == KIND_BF16 ? (double)bf16_to_f32(((const uint16_t *)data)[i])
+                     : (double)f16_to_f32(((const uint16_t *)data)[i]);
+            squares += v * v;
+        }
+        out[3] = squares;
+    }
     /* a NaN anywhere: the sum of squares is NaN (inf * inf is not), and Max/Min must be NaN too */
     if (isnan(out[3])) {
         out[0] = out[1] = out[2] = NAN;
