@@ -115,6 +115,11 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a journal record names {module}.{name}; records hold plain values only")
 
 
+def read_record(record: bytes) -> Any:
+    """One record made by :func:`journal_record`, back as plain values."""
+    return _PlainUnpickler(io.BytesIO(record)).load()
+
+
 def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
     stream = io.BytesIO(raw)
     stream.seek(len(JOURNAL_MAGIC))

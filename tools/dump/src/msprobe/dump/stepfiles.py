@@ -3,7 +3,7 @@
 Writing an entry as JSON text costs five times its journal record (a pickle of plain values,
 ``msprobe.schema.journal``) on the hot path, and ``RankWriter.finalize`` would read the journal back,
 parse and validate every record and encode dump.json anyway. :class:`StepWriter` writes each entry's
-record as it is recorded (a killed process keeps it) and keeps the entry itself; the JSON of dump.json
+record as it is recorded (a killed process keeps it) and keeps the record's bytes; the JSON of dump.json
 is written from those, once, by the background writer thread when the step ends. The journal records
 and the files are those ``RankWriter`` writes; a journal left by a killed process is recovered by
 ``msprobe.schema`` as before.
@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, journal_record
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, journal_record, read_record
 from msprobe.schema.jsonio import write_json_atomic, write_text_atomic
 
 
@@ -51,7 +51,7 @@ class StepWriter(RankWriter):
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
         self.flush()  # the header record
         self._header = dict(header)
-        self._values: Dict[str, Any] = {}
+        self._records: List[bytes] = []
         self._stacks: Dict[str, List[str]] = {}
         self._construct: Dict[str, Any] = {}
 
@@ -67,15 +67,13 @@ class StepWriter(RankWriter):
                 _write_all(self._fd, b"".join(records))
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
-        """Record an entry; the engine never changes an entry (or a record in it) once written."""
-        _write_all(self._fd, journal_record(["d", name, value]))
-        earlier = self._values.get(name)
-        if earlier is None:
-            self._values[name] = value
-        else:  # a later call with the same name adds or replaces top-level keys (as read_journal merges)
-            merged = dict(earlier)
-            merged.update(value)
-            self._values[name] = merged
+        """Record an entry; a later call with the same name adds or replaces its top-level keys."""
+        record = journal_record(["d", name, value])
+        _write_all(self._fd, record)
+        # the record's bytes, not the entry, wait for dump.json: bytes are invisible to the garbage
+        # collector, while thousands of surviving dicts a step made it scan the whole process (~290k
+        # objects under torch) every few dumped steps
+        self._records.append(record)
 
     def construct(self, node: str, parent: Any) -> None:
         super().construct(node, parent)
@@ -95,7 +93,15 @@ class StepWriter(RankWriter):
         the journal. Runs on the background writer thread once the step's lines are all written."""
         self.flush()
         with self._lock:
-            parts = [encode_basestring(name) + ": " + _dumps(value) for name, value in self._values.items()]
+            values: Dict[str, Any] = {}
+            for record in self._records:
+                _, name, value = read_record(record)
+                earlier = values.get(name)
+                if earlier is None:
+                    values[name] = value
+                else:  # as read_journal merges
+                    earlier.update(value)
+            parts = [encode_basestring(name) + ": " + _dumps(value) for name, value in values.items()]
             header = _dumps(self._header)
             data = '"data": {' + ", ".join(parts) + "}"
             write_text_atomic(self.rank_dir / DUMP_NAME,
