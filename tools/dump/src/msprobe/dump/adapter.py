@@ -35,7 +35,7 @@ class Adapter:
         raise NotImplementedError
 
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
-        """The final ``Max, Min, Mean, Norm`` of a handle whose statistics are already host numbers
+        """The final ``Max, Min, Mean, Norm`` (and ``md5``) of a handle whose values are already host numbers
         (the record is then complete at once, without a batch); None when ``stats_to_host`` is needed."""
         return None
 

@@ -69,6 +69,8 @@ class Encoder:
         else:  # host statistics: the record is final now, nothing waits for a batch
             record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": ready["Max"], "Min": ready["Min"],
                       "Mean": ready["Mean"], "Norm": ready["Norm"], "requires_grad": requires_grad}
+            if "md5" in ready:
+                record["md5"] = ready["md5"]
             handle = None
         snapshot = adapter.snapshot(tensor) if self.snapshots else None
         if handle is not None or snapshot is not None:

@@ -74,7 +74,10 @@ class TorchAdapter(Adapter):
             cache.clear()
 
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
-        return handle.ready if handle.crc is None else None
+        crc = handle.crc
+        if crc is None or handle.ready is None:
+            return handle.ready
+        return dict(handle.ready, md5=crc) if isinstance(crc, str) else None  # else: an accelerator's copy
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.to_host(handles)
