@@ -50,8 +50,8 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     else Max/Min come from numpy (3x faster than torch's single-thread reduction). Mean = sum / numel on
     the host.
     """
-    t = tensor.detach() if tensor.requires_grad else tensor
-    crc = _crc(t) if md5 else None
+    t = tensor  # detached only where torch or numpy need it: the C pass reads the memory directly
+    crc = _crc(t.detach() if t.requires_grad else t) if md5 else None
     numel = t.numel()
     dtype = t.dtype
     kind = _KINDS.get(dtype)
@@ -64,6 +64,8 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
         ready = _native_stats(t, dtype, numel)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
+    if t.requires_grad:
+        t = t.detach()
     if cpu and numel <= _WIDE_NUMEL and (dtype in _NUMPY_OK or dtype == torch.bfloat16):
         return Handle("host", (), numel, crc, ready=_host_stats(t, kind, dtype, numel, precision))
     if cpu and dtype in _NUMPY_OK:
