@@ -1,7 +1,21 @@
-"""stack.capture: the frames of the caller, remembered per running frame and instruction."""
+"""stack.capture: the frames of the caller, remembered per running frame and instruction; walked in C
+when the helpers are built, in Python otherwise (every test runs both ways)."""
 from __future__ import annotations
 
-from msprobe.dump import stack
+import pytest
+
+from msprobe.dump import native, stack
+
+
+@pytest.fixture(autouse=True, params=["C", "Python"])
+def walker(request, monkeypatch):
+    if request.param == "C" and native.helpers() is None:
+        pytest.skip("no C compiler or Python headers here")
+    if request.param == "Python":
+        monkeypatch.setattr(native, "_loaded", None)
+    stack.forget()
+    yield request.param
+    stack.forget()
 
 
 def _api_call():
@@ -41,3 +55,37 @@ def test_a_resumed_generator_gets_its_new_caller():
     second = _other_caller(gen)  # same generator frame and instruction, another caller
     assert any("_other_caller" in line for line in second)
     assert not any("_other_caller" in line for line in first)
+
+
+def _deep(depth, then):
+    return then() if depth == 0 else _deep(depth - 1, then)
+
+
+def test_deep_stacks_keep_the_innermost_frames_up_to_the_limit():
+    frames = _deep(80, lambda: stack.capture(limit=64))
+    assert len(frames) == 64 and "<lambda>" in frames[0] and all("_deep" in line for line in frames[1:])
+    assert len(_deep(3, lambda: stack.capture(limit=2))) == 2
+
+
+def test_both_walks_give_the_same_lines(monkeypatch):
+    def both():
+        stack.forget()
+        walked_in_c = stack.capture()
+        stack.forget()
+        with monkeypatch.context() as patch:
+            patch.setattr(native, "_loaded", None)
+            walked_in_python = stack.capture()
+        return walked_in_c, walked_in_python
+
+    # one call site for both walks: the same (code, instruction) pairs all the way up
+    walked_in_c, walked_in_python = _deep(5, both)
+    assert walked_in_c[1:] == walked_in_python[1:] and len(walked_in_c) == len(walked_in_python)
+
+
+def test_the_package_own_frames_are_left_out():
+    """The engine calls capture() from its hooks: the stack starts at the user's code."""
+    from msprobe.dump import engine
+
+    frames = engine.stack.capture()
+    assert not any("msprobe/dump" in line or "msprobe/pytorch" in line for line in frames)
+    assert "test_the_package_own_frames_are_left_out" in frames[0]

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
+from . import native
+
 _FORMATTED: Dict[Tuple[object, int], str] = {}
 _STACKS: Dict[Tuple, List[str]] = {}
 _SKIP_DIRS = (os.sep + os.path.join("msprobe", "dump") + os.sep, os.sep + os.path.join("msprobe", "pytorch") + os.sep,
@@ -59,18 +61,20 @@ def _skipped(code) -> bool:
     return skip
 
 
-_RECENT: Dict[int, Tuple[object, int, List[str]]] = {}
+_RECENT: Dict[int, Tuple[object, Dict[int, List[str]]]] = {}
 _RECENT_LIMIT = 4
 _SUSPENDABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
 def capture(limit: int = 64) -> List[str]:
-    """The caller's stack, innermost first, without this package's own frames (upstream's order).
+    """The caller's stack (at most ``limit`` frames), innermost first, without this package's own
+    frames (upstream's order).
 
     While a (non-generator) frame runs, its callers wait at fixed instructions, so the frame object and
     its current instruction identify the whole stack: a loop issuing many API calls (an optimizer over
-    its parameters) walks the stack once per call site. The few frames remembered for that are
-    released by ``forget()`` at the end of each dumped window."""
+    its parameters) walks the stack once per call site. The few frames remembered for that (with the
+    stacks of their call sites) are released by ``forget()`` at the end of each dumped window. The walk
+    itself is done in C when the helpers are built (``native.py``)."""
     frame = sys._getframe(1)
     skip_of = _SKIP.get
     while frame is not None:
@@ -82,13 +86,36 @@ def capture(limit: int = 64) -> List[str]:
         frame = frame.f_back
     if frame is None:
         return []
-    anchor, anchor_lasti = frame, frame.f_lasti
-    hit = _RECENT.get(id(anchor))
-    if hit is not None and hit[0] is anchor and hit[1] == anchor_lasti:
-        return hit[2]
-    keys = []
+    anchor, lasti = frame, frame.f_lasti
+    remembered = not anchor.f_code.co_flags & _SUSPENDABLE  # a resumed generator may have other callers
+    sites = None
+    if remembered:
+        hit = _RECENT.get(id(anchor))
+        if hit is not None and hit[0] is anchor:
+            sites = hit[1]
+            frames = sites.get(lasti)
+            if frames is not None:
+                return frames
+    frames = _walk(anchor, limit)
+    if remembered:
+        if sites is None:
+            if len(_RECENT) >= _RECENT_LIMIT:
+                _RECENT.clear()
+            sites = {}
+            _RECENT[id(anchor)] = (anchor, sites)
+        sites[lasti] = frames
+    return frames
+
+
+def _walk(frame, limit: int) -> List[str]:
+    helpers = native.helpers()
+    if helpers is not None:
+        key, codes = helpers.stack_key(frame, _SKIP, _skipped, limit)
+        return _frames_of(key, codes)
+    skip_of = _SKIP.get
+    keys: List[int] = []
     codes = []
-    while frame is not None and len(keys) < limit:
+    while frame is not None and len(codes) < limit:
         code = frame.f_code
         skip = skip_of(id(code))
         if skip is None:
@@ -98,16 +125,15 @@ def capture(limit: int = 64) -> List[str]:
             keys.append(frame.f_lasti)
             codes.append(code)
         frame = frame.f_back
-    key = tuple(keys)
+    return _frames_of(tuple(keys), codes)
+
+
+def _frames_of(key: Tuple, codes: List[object]) -> List[str]:
     frames = _STACKS.get(key)
     if frames is None:
         # one list object per distinct stack: writers may dedupe by identity
-        frames = [_frame_line(code, keys[2 * i + 1]) for i, code in enumerate(codes)]
+        frames = [_frame_line(code, key[2 * i + 1]) for i, code in enumerate(codes)]
         _STACKS[key] = frames
-    if not anchor.f_code.co_flags & _SUSPENDABLE:  # a resumed generator may have other callers
-        if len(_RECENT) >= _RECENT_LIMIT:
-            _RECENT.clear()
-        _RECENT[id(anchor)] = (anchor, anchor_lasti, frames)
     return frames
 
 

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from msprobe.dump import fastreduce
+from msprobe.dump import native
 from msprobe.dump.adapter import Adapter
 
 from . import stats
@@ -32,7 +32,7 @@ class TorchAdapter(Adapter):
         # holds host copies: a few, for the output-is-next-input case; a view's file has the view's shape
         self._snap_cache = ContentCache(16, by_contents=False)
         self._pt_writer = PtWriter()  # used by the background writer thread only
-        fastreduce.native()  # built here (once per machine), not inside the first dumped step
+        native.helpers()  # built here (once per machine), not inside the first dumped step
 
     # ----- tensors -----------------------------------------------------------------------------
     def is_tensor(self, value: Any) -> bool:

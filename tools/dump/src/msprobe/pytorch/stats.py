@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy
 import torch
 
-from msprobe.dump import fastreduce
+from msprobe.dump import native
 
 from .content_cache import dense
 
@@ -20,8 +20,8 @@ for _dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
     _KINDS[_dtype] = "int"
 _WIDE_NUMEL = 1 << 16  # above this, float32 accumulation on the CPU drifts (1e6 x 1000.0: norm off by 2e-4)
 _NATIVE_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
-_NATIVE_KINDS = {torch.float32: fastreduce.F32, torch.bfloat16: fastreduce.BF16, torch.float16: fastreduce.F16,
-                 torch.float64: fastreduce.F64}
+_NATIVE_KINDS = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
+                 torch.float64: native.F64}
 
 
 class Handle:
@@ -46,7 +46,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     Accumulation: float32 (cascade sums on the CPU, tree reductions on accelerators), float64 for
     float64 tensors, integers and ``precision: high``; large CPU tensors get their norm from a cascade
     sum of squares (torch's CPU norm kernel drifts: 1e6 x 1000.0 gives 999765). On the CPU, dense float
-    tensors of up to 4M elements take one C pass with float64 accumulation (``msprobe.dump.fastreduce``),
+    tensors of up to 4M elements take one C pass with float64 accumulation (``msprobe.dump.native``),
     else Max/Min come from numpy (3x faster than torch's single-thread reduction). Mean = sum / numel on
     the host.
     """
@@ -86,7 +86,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
 def _native_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
     """One C pass over a dense CPU block (float32, bf16, float16, float64; double accumulation), or None
     where the compiled kernel is not available or the tensor's elements are not one dense block."""
-    kernel = fastreduce.native()
+    kernel = native.helpers()
     if kernel is None or not (t.is_contiguous() or dense(t)):
         return None
     high, low, total, squares = kernel.stats(t.data_ptr(), numel, _NATIVE_KINDS[dtype])

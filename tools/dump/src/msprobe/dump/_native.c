@@ -1,13 +1,17 @@
-/* Max, Min, sum and sum of squares of a dense block of floats in one pass.
+/* The dump's two per-call costs that Python pays most for, in C: the statistics of a dense block of
+ * floats in one pass (stats), and the key of the caller's stack (stack_key).
  *
- * Built on first use by msprobe/dump/fastreduce.py (no build step at install time); without a C
- * compiler the numpy path is used instead. Numbers follow numpy's rules: any NaN makes every result
+ * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
+ * the Python paths are used instead.
+ *
+ * stats: numbers follow numpy's rules: any NaN makes every result
  * NaN; sums run in independent lanes so the compiler can vectorise them without reassociating one
  * long chain (and without -ffast-math, which would drop NaN handling), and are carried into double
  * every LANES x BLOCK elements.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <frameobject.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -148,11 +152,91 @@ static PyObject *stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return Py_BuildValue("(dddd)", out[0], out[1], out[2], out[3]);
 }
 
+/* The frame's current bytecode offset, as Python's frame.f_lasti gives it */
+static int frame_lasti(PyFrameObject *frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame);
+#elif PY_VERSION_HEX >= 0x030A0000
+    return frame->f_lasti < 0 ? -1 : frame->f_lasti * (int)sizeof(_Py_CODEUNIT);
+#else
+    return frame->f_lasti;
+#endif
+}
+
+/* stack_key(frame, skip, classify, limit) -> (id(code), lasti, ...) of the frames from `frame` outward
+ * that are not skipped, at most `limit` of them, and their code objects. `skip` maps id(code) to a
+ * bool; `classify(code)` answers (and fills `skip`) for a code not seen before. */
+static PyObject *stack_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyFrame_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "stack_key(frame, skip: dict, classify, limit)");
+        return NULL;
+    }
+    PyObject *skip = args[1], *classify = args[2];
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *keys = PyList_New(0), *codes = PyList_New(0);
+    if (keys == NULL || codes == NULL) {
+        goto fail;
+    }
+    PyFrameObject *frame = (PyFrameObject *)args[0];
+    Py_INCREF(frame);
+    while (frame != NULL && PyList_GET_SIZE(codes) < limit) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *id = PyLong_FromVoidPtr(code);
+        int skipped = -1;
+        if (id != NULL) {
+            PyObject *known = PyDict_GetItemWithError(skip, id);
+            if (known != NULL) {
+                skipped = PyObject_IsTrue(known);
+            } else if (!PyErr_Occurred()) {
+                PyObject *answer = PyObject_CallOneArg(classify, (PyObject *)code);
+                skipped = answer == NULL ? -1 : PyObject_IsTrue(answer);
+                Py_XDECREF(answer);
+            }
+        }
+        if (skipped == 0) {
+            PyObject *lasti = PyLong_FromLong(frame_lasti(frame));
+            if (lasti == NULL || PyList_Append(keys, id) < 0 || PyList_Append(keys, lasti) < 0 ||
+                PyList_Append(codes, (PyObject *)code) < 0) {
+                skipped = -1;
+            }
+            Py_XDECREF(lasti);
+        }
+        Py_XDECREF(id);
+        Py_DECREF(code);
+        if (skipped < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    PyObject *key = PyList_AsTuple(keys);
+    Py_DECREF(keys);
+    if (key == NULL) {
+        Py_DECREF(codes);
+        return NULL;
+    }
+    PyObject *result = PyTuple_Pack(2, key, codes);
+    Py_DECREF(key);
+    Py_DECREF(codes);
+    return result;
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(codes);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
+    {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastreduce", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__fastreduce(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,11 +1,15 @@
-"""Max, Min, sum and sum of squares of a dense block of floats, in one C pass (``_fastreduce.c``).
+"""C helpers for the dump's hottest per-call work (``_native.c``), built on first use.
 
-On a small model most of a dumped step's statistics time is call overhead: numpy needs five calls per
-tensor (view, max, min and two dots, ~10 us on a 64-element tensor), this one (~1 us). The extension is
+``stats(address, numel, kind) -> (max, min, sum, squares)``: a dense block of floats in one pass. On a
+small model most of a dumped step's statistics time is call overhead: numpy needs five calls per tensor
+(view, max, min and two dots, ~10 us on a 64-element tensor), this one (~1 us).
+``stack_key(frame, skip, classify, limit) -> (key, codes)``: the caller's stack as (id(code), lasti)
+pairs, ~1 us where walking the frames in Python costs ~8 us (``msprobe.dump.stack``). The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
-Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`native` returns
-None and the adapters use numpy. Framework-free: blocks are given by address, element count and kind.
+Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
+None and the callers use their Python paths. Framework-free: blocks are given by address, element count
+and kind.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from typing import Optional
 F32, BF16, F16, F64 = 0, 1, 2, 3
 """Element kinds of ``stats(address, numel, kind)``."""
 
-_SOURCE = Path(__file__).with_name("_fastreduce.c")
+_SOURCE = Path(__file__).with_name("_native.c")
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False
@@ -39,7 +43,7 @@ def cache_dir() -> Path:
     return Path(base) / "msprobe"
 
 
-def native() -> Optional[ModuleType]:
+def helpers() -> Optional[ModuleType]:
     """The compiled module (``stats(address, numel, kind) -> (max, min, sum, squares)``), or None."""
     global _loaded, _tried
     if not _tried:
@@ -56,10 +60,10 @@ def _load() -> Optional[ModuleType]:
     source = _SOURCE.read_bytes()
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     identity = b"\0".join([source, sys.version.encode(), platform.machine().encode(), " ".join(_FLAGS).encode()])
-    target = cache_dir() / f"_fastreduce-{hashlib.sha256(identity).hexdigest()[:16]}{suffix}"
+    target = cache_dir() / f"_native-{hashlib.sha256(identity).hexdigest()[:16]}{suffix}"
     if not target.exists() and not _compile(target):
         return None
-    spec = importlib.util.spec_from_file_location("_fastreduce", target)
+    spec = importlib.util.spec_from_file_location("_native", target)
     if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from msprobe.dump import fastreduce
+from msprobe.dump import native
 from msprobe.pytorch import stats
 
-kernel = fastreduce.native()
+kernel = native.helpers()
 needs_kernel = pytest.mark.skipif(kernel is None, reason="no C compiler or Python headers here")
 
 
@@ -35,7 +35,7 @@ def test_kernel_matches_float64_numpy(dtype, numel):
 
 
 @needs_kernel
-@pytest.mark.parametrize("kind, dtype", [(fastreduce.F16, np.float16), (fastreduce.BF16, None)])
+@pytest.mark.parametrize("kind, dtype", [(native.F16, np.float16), (native.BF16, None)])
 def test_every_half_precision_bit_pattern_converts_exactly(kind, dtype):
     bits = np.arange(1 << 16, dtype=np.uint16)
     if dtype is None:
@@ -71,7 +71,7 @@ def test_dense_views_use_the_kernel_and_strided_ones_fall_back(monkeypatch):
             calls.append(numel)
             return real(address, numel, kind)
 
-    monkeypatch.setattr(fastreduce, "_loaded", Spy)
+    monkeypatch.setattr(native, "_loaded", Spy)
     transposed = stats.reduce(base.t(), "normal", False).ready
     assert calls == [64 * 48] and transposed["Norm"] == pytest.approx(_reference(base)["Norm"], rel=1e-7)
     every_other = base[:, ::2]
@@ -84,11 +84,11 @@ def test_without_a_compiler_numpy_gives_the_same_numbers(tmp_path):
     """A machine without a C compiler: nothing is built, the dump's numbers are numpy's, equal to ~1e-6."""
     script = (
         "import json, torch\n"
-        "from msprobe.dump import fastreduce\n"
+        "from msprobe.dump import native\n"
         "from msprobe.pytorch import stats\n"
         "torch.manual_seed(0)\n"
         "t = torch.randn(5000)\n"
-        "print(json.dumps([fastreduce.native() is None, stats.reduce(t, 'normal', False).ready]))\n"
+        "print(json.dumps([native.helpers() is None, stats.reduce(t, 'normal', False).ready]))\n"
     )
     env = dict(os.environ, CC=str(tmp_path / "no-such-compiler"), MSPROBE_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
