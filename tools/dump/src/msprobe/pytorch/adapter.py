@@ -91,7 +91,9 @@ class TorchAdapter(Adapter):
         return snap
 
     def _take_snapshot(self, tensor: torch.Tensor) -> Any:
-        t = tensor.detach()
+        # hooks run with autograd off: a copy made then is already outside the graph (detach() would make
+        # one more tensor object per file)
+        t = tensor.detach() if tensor.requires_grad and torch.is_grad_enabled() else tensor
         if t.device.type == "cpu":
             return t.clone()
         copy = t.to("cpu", non_blocking=True)
