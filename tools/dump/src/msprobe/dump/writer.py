@@ -6,23 +6,36 @@ import os
 import queue
 import sys
 import threading
+import time
 from typing import Any, Callable, Dict, Optional, Tuple
+
+_BACKLOG = 4096
+"""Queued items above which the hook thread waits: when the disk is slower than the training, the hook
+waits instead of piling up copies."""
 
 
 class TensorFileWriter:
-    """One daemon thread draining a queue of (snapshot, path) through the adapter's save function."""
+    """One daemon thread draining a queue of (snapshot, path) through the adapter's save function.
+
+    The queue is a ``SimpleQueue`` (a C queue: 0.1 us a put against 2 us for ``queue.Queue``'s locks and
+    conditions, paid for every tensor file on the hook thread and again by the writer, both holding the
+    GIL); the backlog is bounded by counting, and ``drain`` waits for a marker queued behind the work."""
 
     def __init__(self, save: Callable[[Any, str], None]) -> None:
         self._save = save
-        # bounded: when the disk is slower than the training, the hook waits instead of piling up copies
-        self._queue: "queue.Queue[Optional[Tuple[Any, str]]]" = queue.Queue(maxsize=4096)
+        self._queue: "queue.SimpleQueue[Tuple[Any, str]]" = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
         self._recent: Dict[int, Tuple[Any, str]] = {}
+        self._queued = 0  # by the hook threads
+        self._done = 0  # by the writer thread only
 
     def put(self, snapshot: Any, path: str) -> None:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="msprobe-tensor-writer", daemon=True)
             self._thread.start()
+        while self._queued - self._done > _BACKLOG and self._thread.is_alive():
+            time.sleep(0.001)
+        self._queued += 1
         self._queue.put((snapshot, path))
 
     def call(self, work: Callable[[], Any], what: str) -> None:
@@ -31,19 +44,16 @@ class TensorFileWriter:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            snapshot, path = self._queue.get()
             try:
-                if item is None:
-                    return
-                snapshot, path = item
                 if callable(snapshot):
                     snapshot()
                     continue
                 self._write(snapshot, path)
             except Exception as exc:  # a full disk must not kill training; say it once per file
-                print(f"msprobe: warning: cannot write {item[1] if item else '?'}: {exc}", file=sys.stderr)
+                print(f"msprobe: warning: cannot write {path}: {exc}", file=sys.stderr)
             finally:
-                self._queue.task_done()
+                self._done += 1
 
     def _write(self, snapshot: Any, path: str) -> None:
         """Save, or hard-link when the adapter handed the same snapshot again (one API's output is the next
@@ -62,5 +72,12 @@ class TensorFileWriter:
 
     def drain(self) -> None:
         """Block until every queued file is on disk (end of a step, stop, exit)."""
-        if self._thread is not None:
-            self._queue.join()
+        if self._thread is None or not self._thread.is_alive():
+            return
+        if threading.current_thread() is self._thread:
+            return  # work queued by the writer itself runs after it anyway
+        marker = threading.Event()
+        self.put(marker.set, "drain")
+        while not marker.wait(0.05):
+            if not self._thread.is_alive():
+                return
