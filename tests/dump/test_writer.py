@@ -1,0 +1,46 @@
+"""The background file writer: order, a bounded backlog, drain."""
+from __future__ import annotations
+
+import threading
+import time
+
+from msprobe.dump import writer as writer_module
+from msprobe.dump.writer import TensorFileWriter
+
+
+def test_backlog_is_bounded_and_drain_waits_for_everything(monkeypatch, tmp_path):
+    monkeypatch.setattr(writer_module, "_BACKLOG", 4)
+    release = threading.Event()
+    saved = []
+
+    def slow_save(snapshot, path):
+        release.wait()
+        saved.append(path)
+
+    files = TensorFileWriter(slow_save)
+    producer = threading.Thread(target=lambda: [files.put(object(), str(tmp_path / f"{i}.pt")) for i in range(20)])
+    producer.start()
+    time.sleep(0.3)
+    assert producer.is_alive() and files._queued <= 6  # waiting for room, not piling up copies
+    release.set()
+    producer.join(10)
+    files.drain()
+    assert saved == [str(tmp_path / f"{i}.pt") for i in range(20)]
+
+
+def test_queued_work_runs_in_order_and_a_failing_file_does_not_stop_the_rest(tmp_path, capsys):
+    done = []
+
+    def save(snapshot, path):
+        if snapshot == "bad":
+            raise OSError("disk full")
+        done.append(path)
+
+    files = TensorFileWriter(save)
+    files.put("a", "a.pt")
+    files.put("bad", "bad.pt")
+    files.call(lambda: done.append("work"), "work")
+    files.put("b", "b.pt")
+    files.drain()
+    assert done == ["a.pt", "work", "b.pt"]
+    assert "cannot write bad.pt: disk full" in capsys.readouterr().err
