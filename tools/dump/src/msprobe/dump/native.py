@@ -44,14 +44,14 @@ def cache_dir() -> Path:
 
 
 def helpers() -> Optional[ModuleType]:
-    """The compiled module (``stats(address, numel, kind) -> (max, min, sum, squares)``), or None."""
+    """The compiled module (``stats``, ``stack_key``), built on the first call; None where it cannot be."""
     global _loaded, _tried
     if not _tried:
         _tried = True
         if os.environ.get("MSPROBE_NATIVE", "1") != "0":
             try:
                 _loaded = _load()
-            except Exception:  # no compiler, no headers, a read-only cache: numpy does the work
+            except Exception:  # no compiler, no headers, a read-only cache: the Python paths do the work
                 _loaded = None
     return _loaded
 
