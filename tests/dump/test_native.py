@@ -99,3 +99,21 @@ def test_without_a_compiler_numpy_gives_the_same_numbers(tmp_path):
     assert got["Max"] == want["Max"] and got["Min"] == want["Min"]
     assert got["Norm"] == pytest.approx(want["Norm"], rel=1e-6)
     assert got["Mean"] == pytest.approx(want["Mean"], rel=1e-5, abs=1e-8)
+
+
+@needs_kernel
+def test_built_once_per_cache_and_skipped_when_switched_off(tmp_path):
+    script = "from msprobe.dump import native\nprint(native.helpers() is not None)\n"
+
+    def run(**env):
+        done = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, **env), capture_output=True,
+                              text=True, check=True)
+        return done.stdout.strip()
+
+    cache = str(tmp_path / "cache")
+    assert run(MSPROBE_CACHE_DIR=cache) == "True"
+    [built] = (tmp_path / "cache").iterdir()
+    stamp = built.stat().st_mtime_ns
+    assert run(MSPROBE_CACHE_DIR=cache) == "True" and built.stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    assert run(MSPROBE_CACHE_DIR=str(tmp_path / "off"), MSPROBE_NATIVE="0") == "False"
+    assert not (tmp_path / "off").exists()
