@@ -74,6 +74,8 @@ def test_dense_views_use_the_kernel_and_strided_ones_fall_back(monkeypatch):
     monkeypatch.setattr(native, "_loaded", Spy)
     transposed = stats.reduce(base.t(), "normal", False).ready
     assert calls == [64 * 48] and transposed["Norm"] == pytest.approx(_reference(base)["Norm"], rel=1e-7)
+    stats.reduce(base, "high", False)
+    assert calls == [64 * 48]  # precision high: float64 all the way, not the kernel's float32 partial sums
     every_other = base[:, ::2]
     strided = stats.reduce(every_other, "normal", False).ready
     assert calls == [64 * 48]  # not one block: numpy's path

@@ -46,9 +46,10 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     Accumulation: float32 (cascade sums on the CPU, tree reductions on accelerators), float64 for
     float64 tensors, integers and ``precision: high``; large CPU tensors get their norm from a cascade
     sum of squares (torch's CPU norm kernel drifts: 1e6 x 1000.0 gives 999765). On the CPU, dense float
-    tensors of up to 4M elements take one C pass with float64 accumulation (``msprobe.dump.native``),
-    else Max/Min come from numpy (3x faster than torch's single-thread reduction). Mean = sum / numel on
-    the host.
+    tensors of up to 4M elements take one C pass (``msprobe.dump.native``: float32 partial sums of 16
+    elements carried into float64; float64 tensors in float64 throughout; ``precision: high`` keeps the
+    all-float64 path), else Max/Min come from numpy (3x faster than torch's single-thread reduction).
+    Mean = sum / numel on the host.
     """
     t = tensor  # detached only where torch or numpy need it: the C pass reads the memory directly
     crc = _crc(t.detach() if t.requires_grad else t) if md5 else None
@@ -60,7 +61,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     if kind == "bool":
         return Handle("bool", (t.any(), t.all()), numel, crc)
     cpu = t.is_cpu
-    if cpu and numel <= _NATIVE_NUMEL and kind == "float":
+    if cpu and numel <= _NATIVE_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
         ready = _native_stats(t, dtype, numel)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
@@ -84,7 +85,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
 
 
 def _native_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
-    """One C pass over a dense CPU block (float32, bf16, float16, float64; double accumulation), or None
+    """One C pass over a dense CPU block (float32, bf16, float16, float64), or None
     where the compiled kernel is not available or the tensor's elements are not one dense block."""
     kernel = native.helpers()
     if kernel is None or not (t.is_contiguous() or dense(t)):
