@@ -119,3 +119,17 @@ def test_built_once_per_cache_and_skipped_when_switched_off(tmp_path):
     assert run(MSPROBE_CACHE_DIR=cache) == "True" and built.stat().st_mtime_ns == stamp  # loaded, not rebuilt
     assert run(MSPROBE_CACHE_DIR=str(tmp_path / "off"), MSPROBE_NATIVE="0") == "False"
     assert not (tmp_path / "off").exists()
+
+
+@needs_kernel
+@pytest.mark.skipif(kernel is None or not kernel.has_fast_crc32, reason="no carry-less multiply here")
+def test_crc32_matches_zlib_at_every_length_and_layout():
+    import zlib
+
+    rng = np.random.default_rng(3)
+    for n in [*range(0, 300), 1000, 4096, 4097, 65536 + 13, 1 << 20]:
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        assert kernel.crc32(data.ctypes.data, n) == zlib.crc32(data), n
+    for tensor in (torch.randn(33, 17), torch.randn(40, 24).t(), torch.randn(64).to(torch.bfloat16)):
+        want = f"{zlib.crc32(tensor.contiguous().view(torch.uint8).numpy().tobytes()):08x}"
+        assert stats._crc_host(tensor) == want

@@ -134,6 +134,11 @@ def _crc(t: torch.Tensor) -> Any:
 def _crc_host(t: torch.Tensor) -> str:
     if t.numel() == 0:
         return f"{zlib.crc32(b''):08x}"
+    helpers = native.helpers()
+    if helpers is not None and helpers.has_fast_crc32:  # the raw bytes in place, ~6x zlib's speed
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return f"{helpers.crc32(t.data_ptr(), t.numel() * t.element_size()):08x}"
     if t.dtype in _NUMPY_OK:
         array = t.numpy()
         if array.flags.c_contiguous:  # the raw bytes as they are: no torch ops, no copy
