@@ -36,6 +36,7 @@ test-fast: setup
 # Benchmarks (print ratios measured in one run).
 bench: setup
     {{python}} bench/dump_overhead.py
+    {{python}} bench/dump_breakdown.py
     {{python}} bench/config_check_compare.py
     {{python}} bench/ckpt_compare.py
 

@@ -83,10 +83,14 @@ def test_readme_command(tmp_path, command):
 
 
 @pytest.mark.slow
-def test_readme_bench_command():
-    (command,) = [c for c in _commands() if c.startswith("python bench")]
-    out = _run(_argv(command), REPO, timeout=1200)
+def test_readme_bench_commands():
+    overhead, breakdown = [c for c in _commands() if c.startswith("python bench")]
+    out = _run(_argv(overhead), REPO, timeout=1200)
     assert "statistics L1" in out and "tensor L1" in out
+    lines = _run(_argv(breakdown), REPO, timeout=600).splitlines()
+    variants = {line[:16].strip(): float(line[16:].split("x")[0]) for line in lines[2:]}
+    assert list(variants) == ["full", "no statistics", "no stacks", "no journal", "no gates", "all off"]
+    assert all(ratio > 0.5 for ratio in variants.values())
 
 
 def test_demo_part_returns_the_dump_path(tmp_path):

@@ -1,0 +1,124 @@
+"""Where a dumped step's time goes: parts of the dump switched off on alternate steps, in one process.
+
+    python bench/dump_breakdown.py [--level L1] [--summary-mode statistics] [--steps 25]
+
+Same model and loop as ``dump_overhead.py`` (tiny transformer, CPU, 1 thread, start() before the
+forward, stop() + step() after the optimizer). Every round takes one step of each variant in turn (no
+dump, the full dump, the dump with one part switched off, the dump with all of them off), so all ratios
+compare steps taken under the same machine load; the machine's drift between runs cancels out. A part
+is switched off by replacing the engine's function for it (statistics return zeros, no stacks, no journal
+record, no backward gates and so no backward entries): files written that way are wrong on purpose, so
+this is a tool for engineers, not an option of the dump.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence
+
+PARTS = ("statistics", "stacks", "journal", "gates")
+
+
+def _switches() -> Dict[str, Callable[[bool], None]]:
+    """part -> switch(off): replaces (or restores) the function that does that part."""
+    import msprobe.dump.engine as engine
+    import msprobe.dump.stepfiles as stepfiles
+    import msprobe.pytorch.gates as gates
+    import msprobe.pytorch.hooks as hooks
+    import msprobe.pytorch.stats as stats
+
+    zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
+    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
+                "gate": gates.gate, "hooks_gate": hooks.gate}
+
+    def no_gate(engine_, call, side, value, path, count):
+        return value
+
+    def statistics_(off: bool) -> None:
+        stats.reduce = (lambda t, precision, md5: stats.Handle("host", (), 1, None, ready=zeros)) if off \
+            else original["reduce"]
+
+    def stacks(off: bool) -> None:
+        engine.stack.capture = (lambda *args: []) if off else original["capture"]
+
+    def journal(off: bool) -> None:
+        stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]
+
+    def gates_(off: bool) -> None:
+        gates.gate = no_gate if off else original["gate"]
+        hooks.gate = no_gate if off else original["hooks_gate"]
+
+    return {"statistics": statistics_, "stacks": stacks, "journal": journal, "gates": gates_}
+
+
+def measure(level: str, summary_mode: str, steps: int, work: Path) -> Dict[str, float]:
+    """Median step time (s) of each variant: "no dump", "full", "no <part>", "all off"."""
+    import torch
+
+    torch.set_num_threads(1)
+    from msprobe.pytorch import PrecisionDebugger, tiny_model
+
+    config = work / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "dump_path": str(work / "dump"), "level": level,
+                                  "statistics": {"summary_mode": summary_mode}}))
+    torch.manual_seed(0)
+    model = tiny_model.TinyTransformer()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    tokens, targets = tiny_model.make_batch()
+    debugger = PrecisionDebugger(config_path=str(config))
+    switches = _switches()
+    variants: Dict[str, Sequence[str]] = {"full": (), **{f"no {part}": (part,) for part in PARTS}, "all off": PARTS}
+
+    def step(off: Sequence[str], dumped: bool) -> float:
+        for part, switch in switches.items():
+            switch(part in off)
+        start = time.perf_counter()
+        if dumped:
+            debugger.start(model=model)
+        tiny_model.train_step(model, optimizer, tokens, targets)
+        if dumped:
+            debugger.stop()
+            debugger.step()
+        elapsed = time.perf_counter() - start
+        if dumped:
+            debugger.flush()  # the background work of this step, untimed, before the next one
+        return elapsed
+
+    times: Dict[str, List[float]] = {"no dump": [], **{name: [] for name in variants}}
+    try:
+        for round_ in range(steps + 2):
+            for name in times:
+                elapsed = step(variants.get(name, ()), name != "no dump")
+                if round_ >= 2:  # two warm-up rounds
+                    times[name].append(elapsed)
+    finally:
+        for switch in switches.values():
+            switch(False)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--level", choices=["L0", "L1", "mix"], default="L1")
+    parser.add_argument("--summary-mode", choices=["statistics", "md5"], default="statistics")
+    parser.add_argument("--steps", type=int, default=25)
+    args = parser.parse_args(argv or None)
+    with tempfile.TemporaryDirectory() as work:
+        medians = measure(args.level, args.summary_mode, max(1, args.steps), Path(work))
+    base, full = medians["no dump"], medians["full"]
+    print(f"tiny transformer, CPU, 1 thread, {args.level} {args.summary_mode}; no-dump step {base * 1e3:.2f} ms "
+          "(median)")
+    print(f"{'variant':16s} {'ratio':>7s} {'saves':>9s}")
+    for name, median in medians.items():
+        if name != "no dump":
+            print(f"{name:16s} {median / base:6.2f}x {(full - median) * 1e3:6.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
