@@ -76,9 +76,11 @@ def test_dense_views_use_the_kernel_and_strided_ones_fall_back(monkeypatch):
     assert calls == [64 * 48] and transposed["Norm"] == pytest.approx(_reference(base)["Norm"], rel=1e-7)
     stats.reduce(base, "high", False)
     assert calls == [64 * 48]  # precision high: float64 all the way, not the kernel's float32 partial sums
+    negated = torch._neg_view(base)  # what autograd makes: the memory holds the values before negation
+    assert stats.reduce(negated, "normal", False).ready["Max"] == -float(base.min())
     every_other = base[:, ::2]
     strided = stats.reduce(every_other, "normal", False).ready
-    assert calls == [64 * 48]  # not one block: numpy's path
+    assert calls == [64 * 48, 64 * 48]  # not one block: numpy's path
     assert strided["Max"] == _reference(every_other)["Max"]
 
 
@@ -133,3 +135,6 @@ def test_crc32_matches_zlib_at_every_length_and_layout():
     for tensor in (torch.randn(33, 17), torch.randn(40, 24).t(), torch.randn(64).to(torch.bfloat16)):
         want = f"{zlib.crc32(tensor.contiguous().view(torch.uint8).numpy().tobytes()):08x}"
         assert stats._crc_host(tensor) == want
+    conjugated = torch.randn(8, dtype=torch.complex64).conj()  # a lazy view: memory not conjugated
+    want = f"{zlib.crc32(conjugated.resolve_conj().numpy().tobytes()):08x}"
+    assert stats._crc_host(conjugated) == want

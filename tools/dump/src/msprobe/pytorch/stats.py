@@ -52,6 +52,8 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     Mean = sum / numel on the host.
     """
     t = tensor  # detached only where torch or numpy need it: the C pass reads the memory directly
+    if t.is_neg():  # a lazy negation (autograd makes them): memory and numpy() would see the values unnegated
+        t = t.resolve_neg()
     crc = _crc(t.detach() if t.requires_grad else t) if md5 else None
     numel = t.numel()
     dtype = t.dtype
@@ -136,6 +138,8 @@ def _crc_host(t: torch.Tensor) -> str:
         return f"{zlib.crc32(b''):08x}"
     helpers = native.helpers()
     if helpers is not None and helpers.has_fast_crc32:  # the raw bytes in place, ~6x zlib's speed
+        if t.is_conj() or t.is_neg():  # lazy views: the memory holds the values before conj/neg
+            t = t.resolve_conj().resolve_neg()
         if not t.is_contiguous():
             t = t.contiguous()
         return f"{helpers.crc32(t.data_ptr(), t.numel() * t.element_size()):08x}"
