@@ -138,3 +138,15 @@ def test_crc32_matches_zlib_at_every_length_and_layout():
     conjugated = torch.randn(8, dtype=torch.complex64).conj()  # a lazy view: memory not conjugated
     want = f"{zlib.crc32(conjugated.resolve_conj().numpy().tobytes()):08x}"
     assert stats._crc_host(conjugated) == want
+
+
+def test_crc32_of_lazy_views_without_the_helpers(monkeypatch):
+    """zlib's path sees the values too (it used to fail on a conjugate view: no dtype view of those)."""
+    import zlib
+
+    monkeypatch.setattr(native, "_loaded", None)
+    conjugated = torch.randn(8, dtype=torch.complex64).conj()
+    assert stats._crc_host(conjugated) == f"{zlib.crc32(conjugated.resolve_conj().numpy().tobytes()):08x}"
+    base = torch.randn(6)
+    negated = torch._neg_view(base)
+    assert stats._crc_host(negated) == f"{zlib.crc32((-base).numpy().tobytes()):08x}"

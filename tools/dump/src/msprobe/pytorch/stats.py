@@ -136,10 +136,10 @@ def _crc(t: torch.Tensor) -> Any:
 def _crc_host(t: torch.Tensor) -> str:
     if t.numel() == 0:
         return f"{zlib.crc32(b''):08x}"
+    if t.is_conj() or t.is_neg():  # lazy views: the memory holds the values before conj/neg
+        t = t.resolve_conj().resolve_neg()
     helpers = native.helpers()
     if helpers is not None and helpers.has_fast_crc32:  # the raw bytes in place, ~6x zlib's speed
-        if t.is_conj() or t.is_neg():  # lazy views: the memory holds the values before conj/neg
-            t = t.resolve_conj().resolve_neg()
         if not t.is_contiguous():
             t = t.contiguous()
         return f"{helpers.crc32(t.data_ptr(), t.numel() * t.element_size()):08x}"
