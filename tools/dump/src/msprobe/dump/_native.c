@@ -127,29 +127,47 @@ static void reduce_block(const void *data, Py_ssize_t n, int kind, double out[4]
     }
 }
 
+/* The (address, length) pair both block functions take: a length >= 0, an address unless empty */
+static int block_args(PyObject *const *args, const char *name, const void **data, Py_ssize_t *n) {
+    unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
+    *n = PyLong_AsSsize_t(args[1]);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (*n < 0 || (address == 0 && *n > 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: negative length or null address", name);
+        return -1;
+    }
+    *data = (const void *)(uintptr_t)address;
+    return 0;
+}
+
 /* stats(address, numel, kind) -> (max, min, sum, sum_of_squares); numel > 0, the block dense */
 static PyObject *stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "stats(address, numel, kind)");
         return NULL;
     }
-    unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
-    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
-    long kind = PyLong_AsLong(args[2]);
-    if (PyErr_Occurred()) {
+    const void *data;
+    Py_ssize_t n;
+    if (block_args(args, "stats", &data, &n) < 0) {
         return NULL;
     }
-    if (n <= 0 || address == 0 || kind < KIND_F32 || kind > KIND_F64) {
-        PyErr_SetString(PyExc_ValueError, "stats: empty block, null address or unknown kind");
+    long kind = PyLong_AsLong(args[2]);
+    if (kind == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n == 0 || kind < KIND_F32 || kind > KIND_F64) {
+        PyErr_SetString(PyExc_ValueError, "stats: empty block or unknown kind");
         return NULL;
     }
     double out[4];
     if (n >= (1 << 16)) { /* long enough for other threads (the file writer) to use the time */
         Py_BEGIN_ALLOW_THREADS
-        reduce_block((const void *)(uintptr_t)address, n, (int)kind, out);
+        reduce_block(data, n, (int)kind, out);
         Py_END_ALLOW_THREADS
     } else {
-        reduce_block((const void *)(uintptr_t)address, n, (int)kind, out);
+        reduce_block(data, n, (int)kind, out);
     }
     return Py_BuildValue("(dddd)", out[0], out[1], out[2], out[3]);
 }
@@ -249,18 +267,14 @@ static PyObject *crc32(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_SetString(PyExc_TypeError, "crc32(address, nbytes)");
         return NULL;
     }
-    unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
-    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 0 || (address == 0 && n > 0)) {
-        PyErr_SetString(PyExc_ValueError, "crc32: negative length or null address");
+    const void *data;
+    Py_ssize_t n;
+    if (block_args(args, "crc32", &data, &n) < 0) {
         return NULL;
     }
     uint32_t result;
     Py_BEGIN_ALLOW_THREADS
-    result = crc32_ieee(0, (const unsigned char *)(uintptr_t)address, (size_t)n);
+    result = crc32_ieee(0, (const unsigned char *)data, (size_t)n);
     Py_END_ALLOW_THREADS
     return PyLong_FromUnsignedLong(result);
 }
