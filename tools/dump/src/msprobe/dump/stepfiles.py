@@ -96,11 +96,7 @@ class StepWriter(RankWriter):
             values: Dict[str, Any] = {}
             for record in self._records:
                 _, name, value = read_record(record)
-                earlier = values.get(name)
-                if earlier is None:
-                    values[name] = value
-                else:  # as read_journal merges
-                    earlier.update(value)
+                values.setdefault(name, {}).update(value)  # a later record adds or replaces keys, as read_journal
             parts = [encode_basestring(name) + ": " + _dumps(value) for name, value in values.items()]
             header = _dumps(self._header)
             data = '"data": {' + ", ".join(parts) + "}"
