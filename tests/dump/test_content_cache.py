@@ -7,6 +7,7 @@ import torch
 
 from dumphelpers import assert_stats_match, dump_one_step, numpy_stats
 from msprobe.pytorch import stats
+from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.pytorch.content_cache import ContentCache
 
 
@@ -15,6 +16,8 @@ def _run(tmp_path, body, summary_mode="statistics"):
 
 
 def _counting(monkeypatch):
+    """Shapes of the tensors whose statistics were computed, by the Python path (``stats.reduce``) or
+    the C one (``torch_record``, seen as a new key in the cache it shares with the Python path)."""
     reduced = []
     original = stats.reduce
 
@@ -22,6 +25,22 @@ def _counting(monkeypatch):
         reduced.append(tuple(tensor.shape))
         return original(tensor, precision, md5)
     monkeypatch.setattr(stats, "reduce", counted)
+    maker = TorchAdapter.record_maker
+
+    def counting_maker(adapter, precision, md5):
+        whole = maker(adapter, precision, md5)
+        if whole is None:
+            return None
+        entries = whole.args[0]
+
+        def record(tensor):
+            before = len(entries)
+            made = whole(tensor)
+            if len(entries) != before:
+                reduced.append(tuple(tensor.shape))
+            return made
+        return record
+    monkeypatch.setattr(TorchAdapter, "record_maker", counting_maker)
     return reduced
 
 

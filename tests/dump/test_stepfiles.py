@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from msprobe.dump import stepfiles
 from msprobe.dump.stepfiles import StepWriter
 from msprobe.schema import RankWriter
+from msprobe.schema.journal import read_journal
+
+
+class JsonLinesWriter(RankWriter):
+    pickled = False
 
 HEADER = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None}
 RECORD = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2, 3], "Max": float("inf"),
@@ -22,14 +30,26 @@ def _write(writer):
     writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])
 
 
-def test_step_writer_bytes_equal_rank_writer(tmp_path):
+@pytest.mark.parametrize("encoder", ["compiled", "json module"])
+def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
+    if encoder == "json module":
+        monkeypatch.setattr(stepfiles.native, "helpers", lambda: None)
+    elif stepfiles.native.helpers() is None:
+        pytest.skip("no C compiler or Python headers here")
     step = StepWriter(tmp_path / "step", HEADER)
     _write(step)
     step.flush()
-    reference = RankWriter(tmp_path / "reference", HEADER)
+    reference = JsonLinesWriter(tmp_path / "reference", HEADER)
     _write(reference)
     reference.flush()
-    assert (tmp_path / "step" / "dump.journal").read_bytes() == (tmp_path / "reference" / "dump.journal").read_bytes()
+    journal = (tmp_path / "step" / "dump.journal").read_bytes()
+    assert journal == (tmp_path / "reference" / "dump.journal").read_bytes()
+    pickled = RankWriter(tmp_path / "pickled", HEADER)  # the other spelling of the same records
+    _write(pickled)
+    pickled.flush()
+    ours, theirs = (read_journal(tmp_path / name / "dump.journal") for name in ("step", "pickled"))
+    assert json.dumps(ours.dump.to_json()) == json.dumps(theirs.dump.to_json())  # text: NaN != NaN
+    assert (ours.construct, ours.stacks) == (theirs.construct, theirs.stacks)
     step.finish()
     reference.finalize(remove_journal=True, indent=None)
     for name in ("dump.json", "stack.json", "construct.json"):

@@ -8,11 +8,11 @@ by several entries, written once). ``finalize()`` turns the journal into ``dump.
 and ``construct.json`` (written atomically) and, at the end of a step, removes it. Readers that find a
 journal read it instead of dump.json: it holds everything dump.json holds and more.
 
-The journal is ``JOURNAL_MAGIC`` followed by one pickle (protocol 4) per record: encoding a record
-this way costs a fifth of its JSON text, and the JSON is written once, off the hot path, when the
-step ends. Records hold plain values only (dicts, lists, strings, numbers, booleans, None); the reader
-refuses any pickle that names a class or a function, so reading a journal never runs code. A journal
-of JSON lines (earlier versions) is read as well.
+The journal is ``JOURNAL_MAGIC`` followed by one pickle (protocol 4) per record (encoding a record
+this way costs a fifth of its JSON text with the json module), or one JSON line per record (what the
+dump engine writes: its own encoder makes the JSON of an entry once, for the journal and dump.json).
+Records hold plain values only (dicts, lists, strings, numbers, booleans, None); the reader refuses
+any pickle that names a class or a function, so reading a journal never runs code.
 """
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ class RankFiles:
 class RankWriter:
     """Appends entries of one rank directory to its journal; thread-safe."""
 
+    pickled = True
+    """Records as pickles after ``JOURNAL_MAGIC``; False: as JSON lines (:func:`json_record`), what a
+    writer that encodes its entries as JSON anyway (the dump engine's) uses."""
+
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True) -> None:
         self.rank_dir = Path(rank_dir)
         self.rank_dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +58,7 @@ class RankWriter:
         self._lock = threading.Lock()
         self._autoflush = autoflush
         self._handle = open(self.journal_path, "ab")
-        if self._handle.tell() == 0:
+        if self._handle.tell() == 0 and self.pickled:
             self._handle.write(JOURNAL_MAGIC)
             self._handle.flush()  # before any record, however a subclass writes its records
         self._write(["h", header])
@@ -74,7 +78,7 @@ class RankWriter:
         self._write(["s", entries, frames])
 
     def _write(self, item: list) -> None:
-        record = journal_record(item)
+        record = journal_record(item) if self.pickled else json_record(item)
         with self._lock:
             self._handle.write(record)
             if self._autoflush:
@@ -108,6 +112,11 @@ class RankWriter:
 def journal_record(item: list) -> bytes:
     """One journal record: ``item`` (plain values only) pickled with protocol 4."""
     return pickle.dumps(item, protocol=4)
+
+
+def json_record(item: list) -> bytes:
+    """One journal record as a JSON line (the format's other spelling; no magic line before it)."""
+    return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 class _PlainUnpickler(pickle.Unpickler):

@@ -46,10 +46,15 @@ def write_json_atomic(path: PathLike, value: Any, indent: int = 1) -> None:
 
 def write_text_atomic(path: PathLike, text: str) -> None:
     """Write a whole text file (JSON already encoded) so a reader never sees half of it."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: PathLike, data: bytes) -> None:
+    """Write a whole file so a reader never sees half of it: temp file, fsync, rename."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

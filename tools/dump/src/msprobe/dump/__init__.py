@@ -54,9 +54,9 @@ the first entry written for that step, never in advance); every entry is appende
 as soon as its statistics are on the host, so a killed process keeps it (``stats_batch`` > 1 trades that for
 fewer device syncs; ``async_dump`` defers to stop/step). Stacks and construct records are written in bulk by the
 background thread at stop() and step(). stop() flushes; step() has the background thread write
-dump.json/stack.json/construct.json (from the entries' journal records kept in memory,
-``stepfiles.StepWriter``: the same bytes as ``RankWriter.finalize`` without reading the journal back; the
-journal holds pickled plain values, a fifth of the cost of JSON text on the hot path) and remove the journal;
+dump.json/stack.json/construct.json (from the entries' journal lines kept in memory,
+``stepfiles.StepWriter``: the same bytes as ``RankWriter.finalize`` without reading the journal back; each
+entry is encoded as JSON once, by the compiled encoder, for its journal line and dump.json) and remove the journal;
 ``engine.wait()`` (``PrecisionDebugger.flush()``) blocks until that and every queued tensor file is done,
 and runs at process exit.
 """

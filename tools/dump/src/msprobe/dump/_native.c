@@ -2,6 +2,8 @@
  * floats in one pass (stats), and the key of the caller's stack (stack_key).
  *
  * A third, crc32, is the CRC-32 of md5 mode folded with carry-less multiplies where the CPU has them.
+ * A fourth, torch_record (_record.c), makes a CPU tensor's whole dump.json record with them, and
+ * json_bytes (_json.c) encodes records as JSON.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
@@ -358,10 +360,16 @@ fail:
     return NULL;
 }
 
+#include "_record.c"
+#include "_json.c"
+
 static PyMethodDef methods[] = {
     {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
     {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},
+    {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
+    {"json_line", (PyCFunction)json_line, METH_O, "json_bytes(value) + b'\\n'"},
+    {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -369,6 +377,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
+    if (record_init() < 0) {
+        return NULL;
+    }
 #ifdef HAVE_CLMUL
     __builtin_cpu_init();
     use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");

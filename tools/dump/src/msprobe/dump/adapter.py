@@ -6,7 +6,7 @@ the engine through the ``DumpEngine`` methods listed in ``msprobe/dump/__init__.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 class Adapter:
@@ -37,6 +37,11 @@ class Adapter:
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
         """The final ``Max, Min, Mean, Norm`` (and ``md5``) of a handle whose values are already host numbers
         (the record is then complete at once, without a batch); None when ``stats_to_host`` is needed."""
+        return None
+
+    def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[Any], Optional[Dict[str, Any]]]]:
+        """A function making a tensor's whole record (meta and final statistics) in one call, or None
+        for tensors it leaves to ``tensor_meta``/``tensor_stats``; None when the adapter has none."""
         return None
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:

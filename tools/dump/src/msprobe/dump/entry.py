@@ -30,6 +30,7 @@ class Encoder:
         self.precision = precision
         self.md5 = md5
         self.snapshots = snapshots
+        self._whole = adapter.record_maker(precision, md5)
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter
@@ -60,6 +61,11 @@ class Encoder:
 
     def tensor(self, tensor: Any, role: str, position: Tuple, out: List[PendingTensor]) -> Dict[str, Any]:
         adapter = self.adapter
+        record = self._whole(tensor) if self._whole is not None else None
+        if record is not None:
+            if self.snapshots:
+                out.append(PendingTensor(record, None, adapter.snapshot(tensor), role, position))
+            return record
         type_name, dtype, shape, requires_grad = adapter.tensor_meta(tensor)
         handle = adapter.tensor_stats(tensor, self.precision, self.md5)
         ready = adapter.ready_stats(handle)

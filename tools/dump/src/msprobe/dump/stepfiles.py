@@ -1,24 +1,26 @@
 """The journal of one step and rank, keeping what it recorded in memory for the end-of-step files.
 
-Writing an entry as JSON text costs five times its journal record (a pickle of plain values,
-``msprobe.schema.journal``) on the hot path, and ``RankWriter.finalize`` would read the journal back,
-parse and validate every record and encode dump.json anyway. :class:`StepWriter` writes each entry's
-record as it is recorded (a killed process keeps it) and keeps the record's bytes; the JSON of dump.json
-is written from those, once, by the background writer thread when the step ends. The journal records
-and the files are those ``RankWriter`` writes; a journal left by a killed process is recovered by
-``msprobe.schema`` as before.
+Each entry is encoded as JSON once, as it is recorded (``_native.json_bytes``, ~2x the json module's
+speed; the json module where the helpers are not built): that text is the entry's journal line (a
+killed process keeps it) and, when the step ends, its part of dump.json, which the background thread
+only joins. (Encoding a pickle on the hot path and the JSON later cost more in all: the JSON was still
+made, from records read back first, and on a 2-core machine that thread competes with the next step.)
+The journal and the files are those ``RankWriter`` with ``pickled = False`` writes; a journal left by a
+killed process is recovered by ``msprobe.schema`` as before.
 """
 from __future__ import annotations
 
 import json
 import os
 from json.encoder import c_make_encoder, encode_basestring
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, journal_record, read_record
-from msprobe.schema.jsonio import write_json_atomic, write_text_atomic
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME
+from msprobe.schema.jsonio import write_bytes_atomic, write_json_atomic
+
+from . import native
 
 
 def _not_serialisable(value: Any) -> Any:
@@ -38,25 +40,48 @@ else:  # a Python without the _json accelerator
     _dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
-class StepWriter(RankWriter):
-    """A ``RankWriter`` that remembers its entries, stacks and construct.
+def _json_module_line(value: Any) -> bytes:
+    return (_dumps(value) + "\n").encode("utf-8")
 
-    Every entry record reaches the kernel as it is recorded (one ``os.write`` of a whole record on the
+
+def json_line_encoder() -> Callable[[Any], bytes]:
+    """``value -> (json.dumps(value, ensure_ascii=False) + "\n").encode()``: the compiled encoder when
+    built (it refuses what it does not know, non-str keys for one, and the json module then answers)."""
+    helpers = native.helpers()
+    if helpers is None:
+        return _json_module_line
+    fast = helpers.json_line
+
+    def encode(value: Any) -> bytes:
+        try:
+            return fast(value)
+        except TypeError:
+            return _json_module_line(value)
+    return encode
+
+
+class StepWriter(RankWriter):
+    """A ``RankWriter`` of JSON lines that remembers its entries' JSON, stacks and construct.
+
+    Every entry record reaches the kernel as it is recorded (one ``os.write`` of a whole line on the
     append-mode journal: a killed process keeps it); stack and construct records are gathered and written
     together by ``flush()``. Whole records per write keep records from two threads from interleaving."""
 
+    pickled = False
+
     def __init__(self, rank_dir: str, header: Dict[str, Any]) -> None:
         self._batch: List[bytes] = []
+        self._line = json_line_encoder()
         super().__init__(rank_dir, header, autoflush=False)
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
         self.flush()  # the header record
         self._header = dict(header)
-        self._records: List[bytes] = []
+        self._entries: Dict[str, bytes] = {}  # entry -> its journal line (bytes: never scanned by the GC)
         self._stacks: Dict[str, List[str]] = {}
         self._construct: Dict[str, Any] = {}
 
     def _write(self, item: list) -> None:
-        record = journal_record(item)
+        record = self._line(item)
         with self._lock:
             self._batch.append(record)
 
@@ -68,12 +93,14 @@ class StepWriter(RankWriter):
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""
-        record = journal_record(["d", name, value])
-        _write_all(self._fd, record)
-        # the record's bytes, not the entry, wait for dump.json: bytes are invisible to the garbage
-        # collector, while thousands of surviving dicts a step made it scan the whole process (~290k
-        # objects under torch) every few dumped steps
-        self._records.append(record)
+        line = self._line(["d", name, value])
+        _write_all(self._fd, line)
+        earlier = self._entries.get(name)
+        if earlier is not None:  # rare (a value completed later): merged as read_journal merges records
+            merged = json.loads(earlier)[2]
+            merged.update(value)
+            line = self._line(["d", name, merged])
+        self._entries[name] = line
 
     def construct(self, node: str, parent: Any) -> None:
         super().construct(node, parent)
@@ -93,15 +120,14 @@ class StepWriter(RankWriter):
         the journal. Runs on the background writer thread once the step's lines are all written."""
         self.flush()
         with self._lock:
-            values: Dict[str, Any] = {}
-            for record in self._records:
-                _, name, value = read_record(record)
-                values.setdefault(name, {}).update(value)  # a later record adds or replaces keys, as read_journal
-            parts = [encode_basestring(name) + ": " + _dumps(value) for name, value in values.items()]
-            header = _dumps(self._header)
-            data = '"data": {' + ", ".join(parts) + "}"
-            write_text_atomic(self.rank_dir / DUMP_NAME,
-                              header[:-1] + ", " + data + "}" if self._header else "{" + data + "}")
+            parts = []
+            for name, line in self._entries.items():
+                head = _dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
+                parts.append(head + b": " + line[len(head) + 8:-2])
+            header = self._line(self._header)[:-1]
+            data = b'"data": {' + b", ".join(parts) + b"}"
+            write_bytes_atomic(self.rank_dir / DUMP_NAME,
+                               header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}")
             write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(self._stacks), indent=None)
             write_json_atomic(self.rank_dir / CONSTRUCT_NAME, self._construct, indent=None)
             self._handle.close()

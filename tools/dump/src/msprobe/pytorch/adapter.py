@@ -1,7 +1,8 @@
 """The PyTorch adapter: tensors, statistics and files for the engine; hooks live in ``hooks.py``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -15,6 +16,14 @@ from .ptfile import PtWriter
 
 
 _DTYPE_NAMES: Dict[Any, str] = {}
+
+
+def _final(handle: stats.Handle) -> Optional[Dict[str, Any]]:
+    """The record's statistics (with ``md5``) when they are all host values already, else None."""
+    crc = handle.crc
+    if crc is None or handle.ready is None:
+        return handle.ready
+    return dict(handle.ready, md5=crc) if isinstance(crc, str) else None  # else: an accelerator's copy
 
 
 class TorchAdapter(Adapter):
@@ -47,13 +56,28 @@ class TorchAdapter(Adapter):
 
     def tensor_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
         # one API's output is usually the next one's input, and views have their base's elements:
-        # statistics are computed once per contents (content_cache.py)
+        # statistics are computed once per contents (content_cache.py). Final host statistics are cached
+        # as their dict (what the C path of record_maker reads and writes), others as their handle.
         cache = self._crc_cache if md5 else self._stat_cache
-        handle, key, owner = cache.lookup(tensor)
-        if handle is None:
+        value, key, owner = cache.lookup(tensor)
+        if value is None:
             handle = stats.reduce(tensor, precision, md5)
-            cache.store(key, owner, handle)
-        return handle
+            value = _final(handle) or handle
+            cache.store(key, owner, value)
+        return value
+
+    def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
+        """``_native.torch_record`` over this adapter's caches: a contiguous CPU float tensor's record in
+        one C call (~3x faster than the Python path); None without the compiled helpers, or in md5 mode
+        where they lack the fast CRC-32 (zlib's is faster than their table)."""
+        kernel = native.helpers()
+        if kernel is None or (md5 and not kernel.has_fast_crc32):
+            return None
+        dtypes = {dtype: (str(dtype), kind) for dtype, kind in stats.NATIVE_KINDS.items()
+                  if precision != "high" or dtype == torch.float64}
+        cache = self._crc_cache if md5 else self._stat_cache
+        return functools.partial(kernel.torch_record, cache.entries, dtypes, cache.limit, stats.NATIVE_NUMEL,
+                                 torch.strided, md5)
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
         """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.
@@ -74,10 +98,7 @@ class TorchAdapter(Adapter):
             cache.clear()
 
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
-        crc = handle.crc
-        if crc is None or handle.ready is None:
-            return handle.ready
-        return dict(handle.ready, md5=crc) if isinstance(crc, str) else None  # else: an accelerator's copy
+        return handle if type(handle) is dict else None
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:
         return stats.to_host(handles)

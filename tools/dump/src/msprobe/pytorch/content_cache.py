@@ -35,10 +35,11 @@ class ContentCache:
     """A bounded map from a tensor's contents to a value computed from them."""
 
     def __init__(self, limit: int, by_contents: bool = True, permuted: bool = True) -> None:
-        self._limit = limit
+        self.limit = limit
         self._by_contents = by_contents
         self._permuted = permuted
-        self._entries: Dict[Tuple, Tuple[Any, Any]] = {}
+        self.entries: Dict[Tuple, Tuple[Any, Any]] = {}
+        """key -> (weak reference to the owner, value); also read and written by ``_native.torch_record``"""
 
     def _key(self, t: torch.Tensor) -> Tuple[Optional[Tuple], torch.Tensor]:
         try:
@@ -55,7 +56,7 @@ class ContentCache:
         """The value cached for the tensor's contents (None on a miss), with the key and owner for a
         ``store`` right after a miss."""
         key, owner = self._key(tensor)
-        hit = self._entries.get(key) if key is not None else None
+        hit = self.entries.get(key) if key is not None else None
         if hit is not None and hit[0]() is owner:
             return hit[1], key, owner
         return None, key, owner
@@ -63,12 +64,12 @@ class ContentCache:
     def store(self, key: Optional[Tuple], owner: Any, value: Any) -> None:
         if key is None:
             return
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        self._entries[key] = (weakref.ref(owner), value)
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        self.entries[key] = (weakref.ref(owner), value)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
     def clear(self) -> None:
-        self._entries.clear()
+        self.entries.clear()

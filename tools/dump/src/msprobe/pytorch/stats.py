@@ -19,8 +19,8 @@ for _dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
 for _dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
     _KINDS[_dtype] = "int"
 _WIDE_NUMEL = 1 << 16  # above this, float32 accumulation on the CPU drifts (1e6 x 1000.0: norm off by 2e-4)
-_NATIVE_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
-_NATIVE_KINDS = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
+NATIVE_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
+NATIVE_KINDS = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
                  torch.float64: native.F64}
 
 
@@ -63,7 +63,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     if kind == "bool":
         return Handle("bool", (t.any(), t.all()), numel, crc)
     cpu = t.is_cpu
-    if cpu and numel <= _NATIVE_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
+    if cpu and numel <= NATIVE_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
         ready = _native_stats(t, dtype, numel)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
@@ -92,7 +92,7 @@ def _native_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
     kernel = native.helpers()
     if kernel is None or not (t.is_contiguous() or dense(t)):
         return None
-    high, low, total, squares = kernel.stats(t.data_ptr(), numel, _NATIVE_KINDS[dtype])
+    high, low, total, squares = kernel.stats(t.data_ptr(), numel, NATIVE_KINDS[dtype])
     return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
 
 

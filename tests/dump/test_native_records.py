@@ -1,0 +1,124 @@
+"""The compiled record helpers against the Python paths they replace: ``torch_record`` (a CPU tensor's
+whole record) against ``tensor_meta`` + ``tensor_stats``, ``json_bytes``/``json_line`` against the json
+module, byte for byte."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from msprobe.dump import native
+from msprobe.pytorch.adapter import TorchAdapter
+
+kernel = native.helpers()
+pytestmark = pytest.mark.skipif(kernel is None, reason="no C compiler or Python headers here")
+
+
+def _python_record(adapter: TorchAdapter, tensor: torch.Tensor, precision: str, md5: bool) -> dict:
+    type_name, dtype, shape, requires_grad = adapter.tensor_meta(tensor)
+    ready = adapter.ready_stats(adapter.tensor_stats(tensor, precision, md5))
+    record = {"type": type_name, "dtype": dtype, "shape": shape, "Max": ready["Max"], "Min": ready["Min"],
+              "Mean": ready["Mean"], "Norm": ready["Norm"], "requires_grad": requires_grad}
+    if md5:
+        record["md5"] = ready["md5"]
+    return record
+
+
+@pytest.mark.parametrize("md5", [False, True])
+@pytest.mark.parametrize("precision", ["normal", "high"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_torch_record_equals_the_python_path(dtype, precision, md5):
+    torch.manual_seed(0)
+    tensors = [torch.randn(3, 5).to(dtype), torch.randn(7, dtype=torch.float64).to(dtype).requires_grad_(),
+               torch.randn(4, 6).to(dtype)[1:3], torch.tensor(2.5, dtype=dtype)]
+    made = TorchAdapter().record_maker(precision, md5)
+    if made is None:  # md5 without the carry-less multiply: the Python path does it all
+        assert md5 and not kernel.has_fast_crc32
+        return
+    for tensor in tensors:
+        fast = made(tensor)
+        if precision == "high" and dtype != torch.float64:
+            assert fast is None  # float64 accumulation: the Python path
+            continue
+        assert json.dumps(fast) == json.dumps(_python_record(TorchAdapter(), tensor, precision, md5))
+        assert list(fast) == list(_python_record(TorchAdapter(), tensor, precision, md5))  # key order
+
+
+def test_torch_record_declines_what_the_python_path_handles():
+    made = TorchAdapter().record_maker("normal", False)
+    x = torch.randn(4, 6)
+    with torch.inference_mode():
+        inference = torch.ones(3)
+    declined = {"transpose": x.t(), "strided": x[:, ::2], "int": torch.arange(5), "bool": torch.ones(2) > 0,
+                "empty": torch.ones(0), "inference": inference, "negated view": torch._neg_view(x),
+                "complex": torch.ones(2, dtype=torch.complex64), "sparse": x.to_sparse()}
+    for name, tensor in declined.items():
+        assert made(tensor) is None, name
+
+
+def test_torch_record_shares_the_statistics_cache_with_the_python_path():
+    adapter = TorchAdapter()
+    made = adapter.record_maker("normal", False)
+    x = torch.randn(5, 5)
+    first = made(x)
+    assert len(adapter._stat_cache) == 1
+    # the Python path finds what the C path stored (the same dict, the same key) ...
+    assert adapter.tensor_stats(x.view(25), "normal", False)["Max"] == first["Max"]
+    y = torch.randn(5, 5)  # ... and the C path serves what the Python path stored
+    python = adapter.tensor_stats(y, "normal", False)
+    _, key, owner = adapter._stat_cache.lookup(y)
+    adapter._stat_cache.store(key, owner, dict(python, Max=123.0))  # marked: served, not recomputed
+    assert made(y)["Max"] == 123.0
+    assert made(y.view(25))["Max"] == 123.0  # a view of the same contents: the same key
+    x.add_(1)  # a write changes the version: a new key, new statistics
+    assert made(x)["Max"] == pytest.approx(first["Max"] + 1)
+
+
+def test_torch_record_cache_is_bounded():
+    adapter = TorchAdapter()
+    made = adapter.record_maker("normal", False)
+    kept = [torch.randn(2) for _ in range(adapter._stat_cache.limit + 5)]
+    for tensor in kept:
+        made(tensor)
+    assert len(adapter._stat_cache) <= adapter._stat_cache.limit
+
+
+def _same_json(value) -> None:
+    expected = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    assert kernel.json_bytes(value) == expected
+    assert kernel.json_line(value) == expected + b"\n"
+
+
+def test_json_bytes_floats_byte_for_byte():
+    rng = np.random.default_rng(7)
+    n = 100_000
+    exponents = rng.integers(1023 - 40, 1023 + 70, n, dtype=np.uint64)  # around and beyond the fast range
+    doubles = ((exponents << np.uint64(52)) | rng.integers(0, 2 ** 52, n, dtype=np.uint64)).view(np.float64)
+    powers = np.ldexp(1.0, rng.integers(-40, 60, n))
+    samples = {
+        "random bits": doubles, "negative": -doubles,
+        "float32 values": (rng.standard_normal(n) * 10.0 ** rng.integers(-7, 12, n)).astype(np.float32),
+        "short decimals": rng.integers(0, 10 ** 6, n) / 10.0 ** rng.integers(0, 12, n),
+        "powers of two": powers, "just below": np.nextafter(powers, 0), "just above": np.nextafter(powers, np.inf),
+        "powers of ten": 10.0 ** rng.integers(-7, 18, n), "integers": rng.integers(0, 2 ** 53, n).astype(np.float64),
+    }
+    for name, values in samples.items():
+        listed = [float(v) for v in values]
+        assert kernel.json_bytes(listed) == json.dumps(listed).encode(), name
+        assert kernel.json_bytes(listed) == json.dumps(listed).encode(), name  # again: from the text cache
+    _same_json([1e-5, 9.999999999999999e-06, 1e16, 9999999999999998.0, 5e-324, -0.0, 0.0, 1.7976931348623157e308,
+                float("nan"), float("inf"), float("-inf"), 0.1, 1 / 3, 2.5, 9007199254740993.0, 4503599627370497.5])
+
+
+def test_json_bytes_other_values_byte_for_byte():
+    _same_json({"text": "quote \" backslash \\ newline \n tab \t \x01 \x1f é 中 \u2028 \U0001f600",
+                "ints": [0, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 200, True, False],
+                "nested": [[], {}, (1, (2, [None])), {"a": {"b": [1.5, "x"]}}], "": None})
+
+
+@pytest.mark.parametrize("value", [{1: "int key"}, [object()], {"a": {1, 2}}, b"bytes"])
+def test_json_bytes_refuses_what_it_does_not_know(value):
+    with pytest.raises(TypeError):
+        kernel.json_bytes(value)

@@ -1,0 +1,225 @@
+/* torch_record: a CPU tensor's dump.json record (meta, statistics, CRC-32 in md5 mode) in one call.
+ *
+ * Included by _native.c (it uses reduce_block and crc32_ieee). The tensor is read only through Python's
+ * attribute protocol (dtype, _version, is_contiguous(), data_ptr(), ...): no torch headers, no import.
+ * It answers None for every tensor it does not handle (not a dense contiguous CPU block of a float kind
+ * in `dtypes`, no version counter, a lazy negation, empty or above `max_numel` elements, a cached value
+ * that is not a final dict) and msprobe/pytorch/stats.py makes that record instead.
+ *
+ * The statistics cache is the dict of msprobe/pytorch/content_cache.py, with its keys and values:
+ * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict).
+ */
+
+static PyObject *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_contiguous, *s_is_neg, *s_numel, *s_base,
+    *s_storage_offset, *s_data_ptr, *s_shape, *s_requires_grad;
+static PyObject *k_type, *k_dtype, *k_shape, *k_max, *k_min, *k_mean, *k_norm, *k_requires_grad, *k_md5,
+    *v_tensor_type;
+
+static int record_init(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
+    INTERN(s_dtype, "dtype") INTERN(s_layout, "layout") INTERN(s_is_cpu, "is_cpu") INTERN(s_version, "_version")
+    INTERN(s_is_contiguous, "is_contiguous") INTERN(s_is_neg, "is_neg") INTERN(s_numel, "numel")
+    INTERN(s_base, "_base") INTERN(s_storage_offset, "storage_offset") INTERN(s_data_ptr, "data_ptr")
+    INTERN(s_shape, "shape") INTERN(s_requires_grad, "requires_grad")
+    INTERN(k_type, "type") INTERN(k_dtype, "dtype") INTERN(k_shape, "shape") INTERN(k_max, "Max")
+    INTERN(k_min, "Min") INTERN(k_mean, "Mean") INTERN(k_norm, "Norm") INTERN(k_requires_grad, "requires_grad")
+    INTERN(k_md5, "md5") INTERN(v_tensor_type, "torch.Tensor")
+#undef INTERN
+    return 0;
+}
+
+static PyObject *none_ref(void) {
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+static PyObject *call_method(PyObject *object, PyObject *name) {
+    PyObject *args[1] = {object};
+    return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* 1 when `object.name` / `object.name()` is `expected`, 0 when it is something else, -1 on error */
+static int attribute_is(PyObject *object, PyObject *name, PyObject *expected, int call) {
+    PyObject *value = call ? call_method(object, name) : PyObject_GetAttr(object, name);
+    if (value == NULL) {
+        return -1;
+    }
+    int same = value == expected;
+    Py_DECREF(value);
+    return same;
+}
+
+static PyObject *weak_target(PyObject *ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target = NULL;
+    if (PyWeakref_GetRef(ref, &target) < 0) {
+        return NULL;
+    }
+    Py_XDECREF(target); /* only compared by identity, while the caller holds the root */
+    return target;
+#else
+    return PyWeakref_GetObject(ref);
+#endif
+}
+
+/* The statistics of the block (a new dict), with "md5" when `md5` is set */
+static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, int md5, Py_ssize_t item) {
+    PyObject *address = call_method(tensor, s_data_ptr);
+    if (address == NULL) {
+        return NULL;
+    }
+    const void *data = PyLong_AsVoidPtr(address);
+    Py_DECREF(address);
+    if (data == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "torch_record: null address");
+        }
+        return NULL;
+    }
+    double out[4];
+    reduce_block(data, numel, kind, out);
+    PyObject *stats = Py_BuildValue("{OdOdOdOd}", k_max, out[0], k_min, out[1], k_mean, out[2] / (double)numel,
+                                    k_norm, sqrt(out[3]));
+    if (stats != NULL && md5) {
+        char text[9];
+        snprintf(text, sizeof text, "%08x", crc32_ieee(0, (const unsigned char *)data, (size_t)(numel * item)));
+        PyObject *crc = PyUnicode_FromString(text);
+        if (crc == NULL || PyDict_SetItem(stats, k_md5, crc) < 0) {
+            Py_CLEAR(stats);
+        }
+        Py_XDECREF(crc);
+    }
+    return stats;
+}
+
+/* The cached statistics of `key` when its root is still `root` (borrowed), else NULL without error */
+static PyObject *cached(PyObject *entries, PyObject *key, PyObject *root) {
+    PyObject *hit = PyDict_GetItemWithError(entries, key);
+    if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
+        return NULL;
+    }
+    PyObject *owner = weak_target(PyTuple_GET_ITEM(hit, 0));
+    PyObject *value = PyTuple_GET_ITEM(hit, 1);
+    return owner == root && PyDict_CheckExact(value) ? value : NULL;
+}
+
+static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *stats, Py_ssize_t limit) {
+    if (PyDict_GET_SIZE(entries) >= limit) {
+        PyDict_Clear(entries);
+    }
+    PyObject *ref = PyWeakref_NewRef(root, NULL);
+    if (ref == NULL) {
+        return -1;
+    }
+    PyObject *value = PyTuple_Pack(2, ref, stats);
+    Py_DECREF(ref);
+    int failed = value == NULL || PyDict_SetItem(entries, key, value) < 0;
+    Py_XDECREF(value);
+    return failed ? -1 : 0;
+}
+
+/* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
+ * the tensor is not one this path handles. */
+static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args) {
+    PyObject *entries = args[0];
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
+    int md5 = PyObject_IsTrue(args[5]);
+    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
+        return NULL;
+    }
+    int ok = attribute_is(tensor, s_layout, args[4], 0);
+    if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
+    if (ok > 0) ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
+    if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
+    if (ok <= 0) {
+        return ok < 0 ? NULL : none_ref();
+    }
+    PyObject *version = PyObject_GetAttr(tensor, s_version);
+    if (version == NULL) { /* an inference tensor: no version counter, never cached (Python's path) */
+        PyErr_Clear();
+        return none_ref();
+    }
+    PyObject *numel = call_method(tensor, s_numel), *base = PyObject_GetAttr(tensor, s_base);
+    PyObject *offset = call_method(tensor, s_storage_offset), *key = NULL, *id = NULL, *stats = NULL;
+    Py_ssize_t count = numel == NULL ? -1 : PyLong_AsSsize_t(numel);
+    if (base == NULL || offset == NULL || count < 0) {
+        goto done;
+    }
+    if (count == 0 || count > max_numel) {
+        stats = none_ref();
+        goto done;
+    }
+    PyObject *root = base == Py_None ? tensor : base;
+    id = PyLong_FromVoidPtr(root);
+    key = id == NULL ? NULL : PyTuple_Pack(5, id, offset, numel, dtype, version);
+    if (key == NULL) {
+        goto done;
+    }
+    stats = cached(entries, key, root);
+    if (stats != NULL) {
+        Py_INCREF(stats);
+    } else if (!PyErr_Occurred()) {
+        static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
+        stats = block_statistics(tensor, count, kind, md5, item_size[kind]);
+        if (stats != NULL && store(entries, key, root, stats, limit) < 0) {
+            Py_CLEAR(stats);
+        }
+    }
+done:
+    Py_DECREF(version);
+    Py_XDECREF(numel);
+    Py_XDECREF(base);
+    Py_XDECREF(offset);
+    Py_XDECREF(id);
+    Py_XDECREF(key);
+    return stats;
+}
+
+/* torch_record(entries, dtypes, limit, max_numel, strided, md5, tensor) -> record or None.
+ * dtypes: dtype -> (name, kind) for the kinds this path reduces; limit: the cache's size bound. */
+static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "torch_record(entries: dict, dtypes: dict, limit, max_numel, strided, md5, tensor)");
+        return NULL;
+    }
+    PyObject *tensor = args[6];
+    PyObject *dtype = PyObject_GetAttr(tensor, s_dtype);
+    if (dtype == NULL) {
+        return NULL;
+    }
+    PyObject *info = PyDict_GetItemWithError(args[1], dtype);
+    if (info == NULL || !PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 2) {
+        Py_DECREF(dtype);
+        return PyErr_Occurred() ? NULL : none_ref();
+    }
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
+    if (kind < KIND_F32 || kind > KIND_F64) {
+        Py_DECREF(dtype);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "torch_record: unknown kind");
+        }
+        return NULL;
+    }
+    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args);
+    Py_DECREF(dtype);
+    if (stats == NULL || stats == Py_None) {
+        return stats;
+    }
+    PyObject *shape = PyObject_GetAttr(tensor, s_shape), *grad = PyObject_GetAttr(tensor, s_requires_grad);
+    PyObject *dims = shape == NULL ? NULL : PySequence_List(shape), *record = NULL;
+    if (dims != NULL && grad != NULL) {
+        record = Py_BuildValue("{OOOOOOOOOOOOOOOO}", k_type, v_tensor_type, k_dtype, PyTuple_GET_ITEM(info, 0),
+                               k_shape, dims, k_max, PyDict_GetItem(stats, k_max), k_min, PyDict_GetItem(stats, k_min),
+                               k_mean, PyDict_GetItem(stats, k_mean), k_norm, PyDict_GetItem(stats, k_norm),
+                               k_requires_grad, grad);
+        PyObject *md5 = record == NULL ? NULL : PyDict_GetItem(stats, k_md5);
+        if (md5 != NULL && PyDict_SetItem(record, k_md5, md5) < 0) {
+            Py_CLEAR(record);
+        }
+    }
+    Py_XDECREF(shape);
+    Py_XDECREF(grad);
+    Py_XDECREF(dims);
+    Py_DECREF(stats);
+    return record;
+}
