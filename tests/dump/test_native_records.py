@@ -122,3 +122,38 @@ def test_json_bytes_other_values_byte_for_byte():
 def test_json_bytes_refuses_what_it_does_not_know(value):
     with pytest.raises(TypeError):
         kernel.json_bytes(value)
+
+
+class _PendingIntegers(TorchAdapter):
+    """Integer tensors' statistics left pending (as an accelerator's are): their roles and positions show."""
+
+    def tensor_stats(self, tensor, precision, md5):
+        handle = super().tensor_stats(tensor, precision, md5)
+        return ("pending", handle) if not tensor.is_floating_point() else handle
+
+
+def _encoders():
+    from msprobe.dump.entry import Encoder
+
+    adapter = _PendingIntegers()
+    walked, python = Encoder(adapter, "normal", False, False), Encoder(adapter, "normal", False, False)
+    python.__dict__.pop("args"), python.__dict__.pop("outputs")  # the class's own (Python) walk
+    assert walked.args.func is kernel.encode_args
+    return walked, python
+
+
+def test_encode_args_and_outputs_equal_the_python_walk():
+    walked, python = _encoders()
+    x, index = torch.randn(3, 4), torch.arange(3)
+    args = (x, 2, 1.5, "a", None, True, [x.t(), (1, index)], {"k": index, 3: slice(1, 2)}, slice(None, 4),
+            torch.float32, ..., torch.Size([2, 3]), [[[[[[[[[[index]]]]]]]]]])
+    kwargs = {"dim": 1, "out": index, "nested": [1.0, {"z": (None, index)}]}
+    outputs = [(x, [index, x.t()], 3), [index], index, None]
+    results = []
+    for encoder in (walked, python):
+        pending: list = []
+        encoded = [encoder.args(args, kwargs, pending), encoder.args((), None, pending)]
+        encoded += [encoder.outputs(output, pending) for output in outputs]
+        results.append((json.dumps(encoded), [(p.role, p.position) for p in pending]))
+    assert results[0] == results[1]
+    assert ("nested", (1, "z", 1)) in results[0][1] and ("input", (7, "k")) in results[0][1]

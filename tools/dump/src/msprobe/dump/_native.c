@@ -369,6 +369,8 @@ static PyMethodDef methods[] = {
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
     {"json_line", (PyCFunction)json_line, METH_O, "json_bytes(value) + b'\\n'"},
+    {"encode_args", (PyCFunction)(void (*)(void))encode_args, METH_FASTCALL, "Encoder.args in C"},
+    {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},
     {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},
     {NULL, NULL, 0, NULL},
 };
@@ -377,7 +379,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
-    if (record_init() < 0) {
+    if (record_init() < 0 || values_init() < 0) {
         return NULL;
     }
 #ifdef HAVE_CLMUL

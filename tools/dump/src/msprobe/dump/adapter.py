@@ -19,6 +19,9 @@ class Adapter:
     """Suffix of tensor files: ``.pt`` (PyTorch) or ``.npy`` (MindSpore, MSAdapter)."""
     module_prefix = "Module"
     """``Module`` (PyTorch, MSAdapter) or ``Cell`` (MindSpore native)."""
+    tensor_type: Optional[type] = None
+    """The framework's tensor class, when ``is_tensor`` is ``isinstance(value, tensor_type)`` (lets the
+    compiled helpers walk arguments without asking ``is_tensor``)."""
     stats_batch = 1
     """Entries to hold before one ``stats_to_host`` call: 1 on CPU (host values at once, nothing lost
     on a kill), larger on accelerators (one device→host copy per batch)."""

@@ -1,8 +1,10 @@
 """Entry assembly: Python values → dump.json records, with statistics left for the pipeline to fill."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import native
 from .adapter import Adapter
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
@@ -31,6 +33,13 @@ class Encoder:
         self.md5 = md5
         self.snapshots = snapshots
         self._whole = adapter.record_maker(precision, md5)
+        helpers = native.helpers()
+        if self._whole is not None and adapter.tensor_type is not None and helpers is not None and not snapshots:
+            # the same records, walked in C: args(args, kwargs, out) and outputs(output, out); what the
+            # walk does not know (slices, framework objects, tensors the record maker declines) comes back
+            # to encode() with its role, position and depth
+            self.args = functools.partial(helpers.encode_args, self._whole, adapter.tensor_type, self.encode)
+            self.outputs = functools.partial(helpers.encode_outputs, self._whole, adapter.tensor_type, self.encode)
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter

@@ -30,6 +30,7 @@ class TorchAdapter(Adapter):
     framework = "pytorch"
     tensor_suffix = ".pt"
     module_prefix = "Module"
+    tensor_type = torch.Tensor
 
     def __init__(self, api_list_path: Optional[str] = None, record_nested: bool = False) -> None:
         self.table = ApiTable(load_api_list(api_list_path))
