@@ -25,6 +25,7 @@ def _write(writer):
                                                  "output": [[RECORD, -0.0]]})
     writer.entry("Module.é层.Linear.forward.0", {"input_args": [], "input_kwargs": {}, "output": []})
     writer.entry("Functional.linear.0.forward", {"parameters": {"weight": RECORD}})  # later keys merge
+    writer.entry("Debug.odd.0.forward", {"data": {1: "an int key: the compiled encoder refuses, json converts"}})
     writer.construct("Module.é层.Linear.forward.0", None)
     writer.stack("Functional.linear.0.forward", ["File a.py, line 1, in f, \n x = 1"])
     writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])

@@ -48,6 +48,9 @@ class DumpEngine:
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
         self._lock = threading.RLock()
+        self._at_once = adapter.stats_batch == 1 and not config.async_dump
+        # a task that keeps every entry and never finishes early (statistics, tensor) needs no asking per entry
+        self._keeps_all = type(self.task).keep is TaskPolicy.keep and type(self.task).finished is TaskPolicy.finished
         self.finished = False
         engine_ref = weakref.ref(self)
         atexit.register(lambda: engine_ref() and engine_ref().close())
@@ -105,15 +108,21 @@ class DumpEngine:
         """A wrapped API is called: its Call, or None when nothing of it is recorded."""
         if not self.recording or self.busy:
             return None
-        index = self._next_index(prefix + "." + api)
-        forward = api_entry(prefix, api, index, "forward")
-        backward = api_entry(prefix, api, index, "backward")
-        want_f = self.filter.wants(forward, "forward")
-        want_b = self.filter.wants(backward, "backward")
-        if not (want_f or want_b):
-            return None
-        parent = self._modules[-1] if self._modules else None
-        return Call(forward, backward, want_f, want_b, parent, self.generation)
+        base = prefix + "." + api
+        counters = self._counters
+        index = counters.get(base, 0)
+        counters[base] = index + 1
+        stem = f"{base}.{index}."  # api_entry's names, made here once per call instead of twice a call
+        forward, backward = stem + "forward", stem + "backward"
+        entry_filter = self.filter
+        if entry_filter.trivial:
+            want_f, want_b = entry_filter.forward, entry_filter.backward
+        else:
+            want_f, want_b = entry_filter.wants(forward, "forward"), entry_filter.wants(backward, "backward")
+            if not (want_f or want_b):
+                return None
+        modules = self._modules
+        return Call(forward, backward, want_f, want_b, modules[-1] if modules else None, self.generation)
 
     def api_inputs(self, call: Call, args: Sequence[Any], kwargs: Optional[Dict[str, Any]]) -> None:
         """Before the API runs (in-place APIs change their inputs): encode the inputs."""
@@ -257,6 +266,12 @@ class DumpEngine:
     def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
              frames: Optional[List[str]]) -> None:
         with self._lock:
+            if self._at_once and not self._pending and (not tensors or all(t.handle is None for t in tensors)):
+                # host statistics (the CPU), nothing pending before it: written now, as _flush_pending would
+                if self._keeps_all:
+                    if not self.finished:
+                        self.output.entry(self.rank_dir, name, entry, tensors, frames)
+                    return
             self._pending.append((name, entry, tensors, frames))
             if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
                 self._flush_pending()

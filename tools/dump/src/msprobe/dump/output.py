@@ -37,7 +37,9 @@ class StepOutput:
               frames: Optional[List[str]]) -> None:
         """Write one entry (its tensor files queued first: they add ``data_name`` to the records);
         ``rank_dir()`` is asked only when the step's directory is opened."""
-        writer = self._open(rank_dir)  # the step/rank directory appears with its first entry, not before
+        writer = self._writer
+        if writer is None or writer.closed:  # the step/rank directory appears with its first entry, not before
+            writer = self._open(rank_dir)
         if self._save_tensors:
             self._queue_files(name, tensors)
         writer.entry(name, entry)

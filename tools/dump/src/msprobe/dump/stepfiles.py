@@ -46,18 +46,16 @@ def _json_module_line(value: Any) -> bytes:
 
 def json_line_encoder() -> Callable[[Any], bytes]:
     """``value -> (json.dumps(value, ensure_ascii=False) + "\n").encode()``: the compiled encoder when
-    built (it refuses what it does not know, non-str keys for one, and the json module then answers)."""
+    built (it raises TypeError for what it does not know, non-str keys for one: see :func:`json_line`)."""
     helpers = native.helpers()
-    if helpers is None:
-        return _json_module_line
-    fast = helpers.json_line
+    return _json_module_line if helpers is None else helpers.json_line
 
-    def encode(value: Any) -> bytes:
-        try:
-            return fast(value)
-        except TypeError:
-            return _json_module_line(value)
-    return encode
+
+def json_line(encoder: Callable[[Any], bytes], value: Any) -> bytes:
+    try:
+        return encoder(value)
+    except TypeError:  # the compiled encoder's refusal: the json module converts (or refuses) instead
+        return _json_module_line(value)
 
 
 class StepWriter(RankWriter):
@@ -81,7 +79,7 @@ class StepWriter(RankWriter):
         self._construct: Dict[str, Any] = {}
 
     def _write(self, item: list) -> None:
-        record = self._line(item)
+        record = json_line(self._line, item)
         with self._lock:
             self._batch.append(record)
 
@@ -93,13 +91,18 @@ class StepWriter(RankWriter):
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""
-        line = self._line(["d", name, value])
-        _write_all(self._fd, line)
+        try:
+            line = self._line(["d", name, value])
+        except TypeError:
+            line = _json_module_line(["d", name, value])
+        written = os.write(self._fd, line)
+        if written != len(line):
+            _write_all(self._fd, line[written:])
         earlier = self._entries.get(name)
         if earlier is not None:  # rare (a value completed later): merged as read_journal merges records
             merged = json.loads(earlier)[2]
             merged.update(value)
-            line = self._line(["d", name, merged])
+            line = json_line(self._line, ["d", name, merged])
         self._entries[name] = line
 
     def construct(self, node: str, parent: Any) -> None:
@@ -124,7 +127,7 @@ class StepWriter(RankWriter):
             for name, line in self._entries.items():
                 head = _dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
                 parts.append(head + b": " + line[len(head) + 8:-2])
-            header = self._line(self._header)[:-1]
+            header = json_line(self._line, self._header)[:-1]
             data = b'"data": {' + b", ".join(parts) + b"}"
             write_bytes_atomic(self.rank_dir / DUMP_NAME,
                                header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}")
