@@ -10,14 +10,14 @@
  * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict).
  */
 
-static PyObject *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_contiguous, *s_is_neg, *s_numel, *s_base,
+static PyObject *s_stride, *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_contiguous, *s_is_neg, *s_numel, *s_base,
     *s_storage_offset, *s_data_ptr, *s_shape, *s_requires_grad;
 static PyObject *k_type, *k_dtype, *k_shape, *k_max, *k_min, *k_mean, *k_norm, *k_requires_grad, *k_md5,
     *v_tensor_type;
 
 static int record_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
-    INTERN(s_dtype, "dtype") INTERN(s_layout, "layout") INTERN(s_is_cpu, "is_cpu") INTERN(s_version, "_version")
+    INTERN(s_stride, "stride") INTERN(s_dtype, "dtype") INTERN(s_layout, "layout") INTERN(s_is_cpu, "is_cpu") INTERN(s_version, "_version")
     INTERN(s_is_contiguous, "is_contiguous") INTERN(s_is_neg, "is_neg") INTERN(s_numel, "numel")
     INTERN(s_base, "_base") INTERN(s_storage_offset, "storage_offset") INTERN(s_data_ptr, "data_ptr")
     INTERN(s_shape, "shape") INTERN(s_requires_grad, "requires_grad")
@@ -118,6 +118,51 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
     return failed ? -1 : 0;
 }
 
+/* 1 when the tensor's elements fill one block of memory in some order (a transpose of a contiguous
+ * tensor), as content_cache.dense decides; 0 when not, -1 on error */
+static int dense(PyObject *tensor) {
+    PyObject *strides = call_method(tensor, s_stride), *shape = PyObject_GetAttr(tensor, s_shape);
+    int answer = -1;
+    if (strides == NULL || shape == NULL) {
+        goto done;
+    }
+    if (!PyTuple_Check(strides) || !PyTuple_Check(shape) || PyTuple_GET_SIZE(strides) != PyTuple_GET_SIZE(shape) ||
+        PyTuple_GET_SIZE(shape) > 16) {
+        answer = 0;
+        goto done;
+    }
+    Py_ssize_t dims = PyTuple_GET_SIZE(shape), stride[16], size[16];
+    for (Py_ssize_t i = 0; i < dims; i++) {
+        stride[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, i));
+        size[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+        for (Py_ssize_t j = i; j > 0 && (stride[j - 1] > stride[j] || (stride[j - 1] == stride[j] && size[j - 1] > size[j])); j--) {
+            Py_ssize_t keep_stride = stride[j], keep_size = size[j]; /* insertion sort by (stride, size) */
+            stride[j] = stride[j - 1];
+            size[j] = size[j - 1];
+            stride[j - 1] = keep_stride;
+            size[j - 1] = keep_size;
+        }
+    }
+    Py_ssize_t expected = 1;
+    answer = 1;
+    for (Py_ssize_t i = 0; i < dims && answer; i++) {
+        if (size[i] == 1) {
+            continue;
+        }
+        if (stride[i] != expected) {
+            answer = 0;
+        }
+        expected *= size[i];
+    }
+done:
+    Py_XDECREF(strides);
+    Py_XDECREF(shape);
+    return answer;
+}
+
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
 static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args) {
@@ -129,8 +174,13 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
     }
     int ok = attribute_is(tensor, s_layout, args[4], 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
-    if (ok > 0) ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
     if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
+    if (ok > 0) {
+        ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
+        if (ok == 0 && !md5) { /* CRC-32 follows the element order; statistics do not: any dense block */
+            ok = dense(tensor);
+        }
+    }
     if (ok <= 0) {
         return ok < 0 ? NULL : none_ref();
     }
