@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from json.encoder import c_make_encoder, encode_basestring
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
@@ -74,7 +74,8 @@ class StepWriter(RankWriter):
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
         self.flush()  # the header record
         self._header = dict(header)
-        self._entries: Dict[str, bytes] = {}  # entry -> its journal line (bytes: never scanned by the GC)
+        # entry -> its journal line, or lines (bytes: never scanned by the garbage collector)
+        self._entries: Dict[str, Union[bytes, List[bytes]]] = {}
         self._stacks: Dict[str, List[str]] = {}
         self._construct: Dict[str, Any] = {}
 
@@ -99,11 +100,12 @@ class StepWriter(RankWriter):
         if written != len(line):
             _write_all(self._fd, line[written:])
         earlier = self._entries.get(name)
-        if earlier is not None:  # rare (a value completed later): merged as read_journal merges records
-            merged = json.loads(earlier)[2]
-            merged.update(value)
-            line = json_line(self._line, ["d", name, merged])
-        self._entries[name] = line
+        if earlier is None:
+            self._entries[name] = line
+        elif isinstance(earlier, list):  # a value completed in parts (a module's parameter gradients):
+            earlier.append(line)  # merged by finish(), off the hot path
+        else:
+            self._entries[name] = [earlier, line]
 
     def construct(self, node: str, parent: Any) -> None:
         super().construct(node, parent)
@@ -125,6 +127,11 @@ class StepWriter(RankWriter):
         with self._lock:
             parts = []
             for name, line in self._entries.items():
+                if isinstance(line, list):  # merged as read_journal merges records
+                    merged: Dict[str, Any] = {}
+                    for part in line:
+                        merged.update(json.loads(part)[2])
+                    line = json_line(self._line, ["d", name, merged])
                 head = _dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
                 parts.append(head + b": " + line[len(head) + 8:-2])
             header = json_line(self._line, self._header)[:-1]
