@@ -292,6 +292,51 @@ static int frame_lasti(PyFrameObject *frame) {
 #endif
 }
 
+/* 1 when the code's frames are left out of stacks (skip[id] or, for a code not seen before, classify(code)) */
+static int is_skipped(PyCodeObject *code, PyObject *id, PyObject *skip, PyObject *classify) {
+    PyObject *known = PyDict_GetItemWithError(skip, id);
+    if (known != NULL) {
+        return PyObject_IsTrue(known);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *answer = PyObject_CallOneArg(classify, (PyObject *)code);
+    int skipped = answer == NULL ? -1 : PyObject_IsTrue(answer);
+    Py_XDECREF(answer);
+    return skipped;
+}
+
+/* stack_anchor(frame, skip, classify) -> (frame, lasti) of the first frame from `frame` outward that is
+ * not skipped, or None */
+static PyObject *stack_anchor(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyFrame_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "stack_anchor(frame, skip: dict, classify)");
+        return NULL;
+    }
+    PyFrameObject *frame = (PyFrameObject *)args[0];
+    Py_INCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *id = PyLong_FromVoidPtr(code);
+        int skipped = id == NULL ? -1 : is_skipped(code, id, args[1], args[2]);
+        Py_XDECREF(id);
+        Py_DECREF(code);
+        if (skipped < 0) {
+            Py_DECREF(frame);
+            return NULL;
+        }
+        if (!skipped) {
+            PyObject *found = Py_BuildValue("(Ni)", (PyObject *)frame, frame_lasti(frame));
+            return found;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_RETURN_NONE;
+}
+
 /* stack_key(frame, skip, classify, limit) -> (id(code), lasti, ...) of the frames from `frame` outward
  * that are not skipped, at most `limit` of them, and their code objects. `skip` maps id(code) to a
  * bool; `classify(code)` answers (and fills `skip`) for a code not seen before. */
@@ -314,17 +359,7 @@ static PyObject *stack_key(PyObject *self, PyObject *const *args, Py_ssize_t nar
     while (frame != NULL && PyList_GET_SIZE(codes) < limit) {
         PyCodeObject *code = PyFrame_GetCode(frame);
         PyObject *id = PyLong_FromVoidPtr(code);
-        int skipped = -1;
-        if (id != NULL) {
-            PyObject *known = PyDict_GetItemWithError(skip, id);
-            if (known != NULL) {
-                skipped = PyObject_IsTrue(known);
-            } else if (!PyErr_Occurred()) {
-                PyObject *answer = PyObject_CallOneArg(classify, (PyObject *)code);
-                skipped = answer == NULL ? -1 : PyObject_IsTrue(answer);
-                Py_XDECREF(answer);
-            }
-        }
+        int skipped = id == NULL ? -1 : is_skipped(code, id, skip, classify);
         if (skipped == 0) {
             PyObject *lasti = PyLong_FromLong(frame_lasti(frame));
             if (lasti == NULL || PyList_Append(keys, id) < 0 || PyList_Append(keys, lasti) < 0 ||
@@ -365,6 +400,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
+    {"stack_anchor", (PyCFunction)(void (*)(void))stack_anchor, METH_FASTCALL, "(frame, lasti) where a stack starts"},
     {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},

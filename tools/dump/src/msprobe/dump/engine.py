@@ -151,8 +151,10 @@ class DumpEngine:
             self.busy = False
 
     def _forward_entry(self, call: Call, output: Any) -> Dict[str, Any]:
-        """The forward entry of an API or module call: its recorded inputs, then its outputs."""
-        entry = dict(call.inputs or {"input_args": [], "input_kwargs": {}})
+        """The forward entry of an API or module call: its recorded inputs (the call's own dict, taken
+        over: nothing else reads it), then its outputs."""
+        entry = call.inputs if call.inputs is not None else {"input_args": [], "input_kwargs": {}}
+        call.inputs = None
         entry["output"] = self.encoder.outputs(output, call.tensors) if self.filter.outputs else []
         return entry
 

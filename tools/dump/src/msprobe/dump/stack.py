@@ -10,7 +10,7 @@ import dis
 import linecache
 import os
 import sys
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import native
 
@@ -75,18 +75,10 @@ def capture(limit: int = 64) -> List[str]:
     its parameters) walks the stack once per call site. The few frames remembered for that (with the
     stacks of their call sites) are released by ``forget()`` at the end of each dumped window. The walk
     itself is done in C when the helpers are built (``native.py``)."""
-    frame = sys._getframe(1)
-    skip_of = _SKIP.get
-    while frame is not None:
-        skip = skip_of(id(frame.f_code))
-        if skip is None:
-            skip = _skipped(frame.f_code)
-        if not skip:
-            break
-        frame = frame.f_back
-    if frame is None:
+    found = _anchor(sys._getframe(1))
+    if found is None:
         return []
-    anchor, lasti = frame, frame.f_lasti
+    anchor, lasti = found
     remembered = not anchor.f_code.co_flags & _SUSPENDABLE  # a resumed generator may have other callers
     sites = None
     if remembered:
@@ -105,6 +97,22 @@ def capture(limit: int = 64) -> List[str]:
             _RECENT[id(anchor)] = (anchor, sites)
         sites[lasti] = frames
     return frames
+
+
+def _anchor(frame) -> Optional[Tuple[object, int]]:
+    """(frame, its current instruction) of the first frame that is not this package's or torch's own."""
+    helpers = native.helpers()
+    if helpers is not None:
+        return helpers.stack_anchor(frame, _SKIP, _skipped)
+    skip_of = _SKIP.get
+    while frame is not None:
+        skip = skip_of(id(frame.f_code))
+        if skip is None:
+            skip = _skipped(frame.f_code)
+        if not skip:
+            return frame, frame.f_lasti
+        frame = frame.f_back
+    return None
 
 
 def _walk(frame, limit: int) -> List[str]:

@@ -53,12 +53,17 @@ class DumpMode(TorchFunctionMode):
 
 def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
     grad_mode = torch.is_grad_enabled()
+    if not grad_mode:  # (an optimizer's step): nothing to switch, and no backward to gate
+        engine.api_inputs(call, args, kwargs)
+        output = func(*args, **kwargs)
+        engine.api_outputs(call, output)
+        return output
     set_grad(False)  # statistics never need autograd
     try:
         engine.api_inputs(call, args, kwargs)
     finally:
-        set_grad(grad_mode)
-    if call.want_backward and grad_mode and not _inplace(name):
+        set_grad(True)
+    if call.want_backward and not _inplace(name):
         engine.busy = True
         try:
             output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs))
@@ -70,7 +75,7 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) 
     try:
         engine.api_outputs(call, output)
     finally:
-        set_grad(grad_mode)
+        set_grad(True)
     return output
 
 
