@@ -380,3 +380,81 @@ static PyObject *json_bytes(PyObject *self, PyObject *value) {
 static PyObject *json_line(PyObject *self, PyObject *value) {
     return encoded(value, 1);
 }
+
+/* journal_entry(fd, lines: dict, name, value) -> None: the record ["d", name, value] as a JSON line,
+ * written to `fd` (whole: a killed process keeps it) and kept in `lines[name]`, beside an earlier line
+ * of the same name as a list (merged when the step ends). TypeError for values json_bytes refuses,
+ * before anything is written. */
+static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_Check(args[1]) || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "journal_entry(fd, lines: dict, name: str, value)");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    if (fd < 0 || fd > INT32_MAX) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "journal_entry: not a file descriptor");
+        }
+        return NULL;
+    }
+    PyObject *record = PyList_New(3);
+    if (record == NULL) {
+        return NULL;
+    }
+    PyObject *kind = PyUnicode_InternFromString("d");
+    if (kind == NULL) {
+        Py_DECREF(record);
+        return NULL;
+    }
+    PyList_SET_ITEM(record, 0, kind);
+    Py_INCREF(args[2]);
+    PyList_SET_ITEM(record, 1, args[2]);
+    Py_INCREF(args[3]);
+    PyList_SET_ITEM(record, 2, args[3]);
+    PyObject *line = encoded(record, 1);
+    Py_DECREF(record);
+    if (line == NULL) {
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(line);
+    Py_ssize_t left = PyBytes_GET_SIZE(line);
+    while (left > 0) {
+        ssize_t written = write((int)fd, data, (size_t)left);
+        if (written < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    Py_DECREF(line);
+                    return NULL;
+                }
+                continue;
+            }
+            Py_DECREF(line);
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        data += written;
+        left -= written;
+    }
+    PyObject *earlier = PyDict_GetItemWithError(args[1], args[2]);
+    int failed;
+    if (earlier == NULL) {
+        failed = PyErr_Occurred() || PyDict_SetItem(args[1], args[2], line) < 0;
+    } else if (PyList_Check(earlier)) {
+        failed = PyList_Append(earlier, line) < 0;
+    } else {
+        PyObject *both = PyList_New(2);
+        failed = both == NULL;
+        if (!failed) {
+            Py_INCREF(earlier);
+            PyList_SET_ITEM(both, 0, earlier);
+            Py_INCREF(line);
+            PyList_SET_ITEM(both, 1, line);
+            failed = PyDict_SetItem(args[1], args[2], both) < 0;
+            Py_DECREF(both);
+        }
+    }
+    Py_DECREF(line);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}

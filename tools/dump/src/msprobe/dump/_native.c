@@ -19,6 +19,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 #define LANES 16
 #define BLOCK 16
@@ -404,6 +406,7 @@ static PyMethodDef methods[] = {
     {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
+    {"journal_entry", (PyCFunction)(void (*)(void))journal_entry, METH_FASTCALL, "write and keep an entry's journal line"},
     {"json_line", (PyCFunction)json_line, METH_O, "json_bytes(value) + b'\\n'"},
     {"encode_args", (PyCFunction)(void (*)(void))encode_args, METH_FASTCALL, "Encoder.args in C"},
     {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},

@@ -70,6 +70,8 @@ class StepWriter(RankWriter):
     def __init__(self, rank_dir: str, header: Dict[str, Any]) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
+        helpers = native.helpers()
+        self._append = helpers.journal_entry if helpers is not None else None
         super().__init__(rank_dir, header, autoflush=False)
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
         self.flush()  # the header record
@@ -92,13 +94,14 @@ class StepWriter(RankWriter):
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""
-        try:
-            line = self._line(["d", name, value])
-        except TypeError:
-            line = _json_module_line(["d", name, value])
-        written = os.write(self._fd, line)
-        if written != len(line):
-            _write_all(self._fd, line[written:])
+        if self._append is not None:
+            try:
+                self._append(self._fd, self._entries, name, value)  # _native.journal_entry: all of the below
+                return
+            except TypeError:  # refused before anything was written: the json module writes it instead
+                pass
+        line = _json_module_line(["d", name, value])
+        _write_all(self._fd, line)
         earlier = self._entries.get(name)
         if earlier is None:
             self._entries[name] = line
