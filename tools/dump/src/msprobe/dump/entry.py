@@ -33,8 +33,10 @@ class Encoder:
         self.md5 = md5
         self.snapshots = snapshots
         self._whole = adapter.record_maker(precision, md5)
+        # the tensors whose record _whole makes in one call (no snapshot to take with it)
+        self._whole_type = adapter.tensor_type if self._whole is not None and not snapshots else None
         helpers = native.helpers()
-        if self._whole is not None and adapter.tensor_type is not None and helpers is not None and not snapshots:
+        if self._whole_type is not None and helpers is not None:
             # the same records, walked in C: args(args, kwargs, out) and outputs(output, out); what the
             # walk does not know (slices, framework objects, tensors the record maker declines) comes back
             # to encode() with its role, position and depth
@@ -43,6 +45,10 @@ class Encoder:
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter
+        if self._whole_type is not None and isinstance(value, self._whole_type):
+            record = self._whole(value)  # a gradient, a parameter: the whole record in one call
+            if record is not None:
+                return record
         if adapter.is_tensor(value):
             return self.tensor(value, role, position, out)
         if value is None:

@@ -34,11 +34,19 @@ def outside_mode(hook):
     return run
 
 
-def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
-    @outside_mode
-    def hook(grad):
+def _record_gradient(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...], grad: Any) -> None:
+    if not _modes_active():
         engine.backward_grad(call, side, path, grad)
-    return hook
+        return
+    mode = _pop_mode()  # as outside_mode, without a wrapper closure per gated tensor
+    try:
+        engine.backward_grad(call, side, path, grad)
+    finally:
+        _push_mode(mode)
+
+
+def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
+    return functools.partial(_record_gradient, engine, call, side, path)
 
 
 def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[int]) -> Any:
