@@ -268,12 +268,11 @@ class DumpEngine:
     def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
              frames: Optional[List[str]]) -> None:
         with self._lock:
-            if self._at_once and not self._pending and (not tensors or all(t.handle is None for t in tensors)):
+            if self._keeps_all and self._at_once and not self._pending and \
+                    (not tensors or all(t.handle is None for t in tensors)):
                 # host statistics (the CPU), nothing pending before it: written now, as _flush_pending would
-                if self._keeps_all:
-                    if not self.finished:
-                        self.output.entry(self.rank_dir, name, entry, tensors, frames)
-                    return
+                self.output.entry(self.rank_dir, name, entry, tensors, frames)
+                return
             self._pending.append((name, entry, tensors, frames))
             if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
                 self._flush_pending()

@@ -1,6 +1,6 @@
 """The journal of one step and rank, keeping what it recorded in memory for the end-of-step files.
 
-Each entry is encoded as JSON once, as it is recorded (``_native.json_bytes``, ~2x the json module's
+Each entry is encoded as JSON once, as it is recorded (``_native.journal_entry``, ~4x the json module's
 speed; the json module where the helpers are not built): that text is the entry's journal line (a
 killed process keeps it) and, when the step ends, its part of dump.json, which the background thread
 only joins. (Encoding a pickle on the hot path and the JSON later cost more in all: the JSON was still
