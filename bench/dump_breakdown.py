@@ -6,8 +6,9 @@ Same model and loop as ``dump_overhead.py`` (tiny transformer, CPU, 1 thread, st
 forward, stop() + step() after the optimizer). Every round takes one step of each variant in turn (no
 dump, the full dump, the dump with one part switched off, the dump with all of them off), so all ratios
 compare steps taken under the same machine load; the machine's drift between runs cancels out. A part
-is switched off by replacing the engine's function for it (statistics return zeros, no stacks, no journal
-record, no backward gates and so no backward entries): files written that way are wrong on purpose, so
+is switched off by replacing the engine's function for it (statistics: every tensor gets one constant
+record, so the one-call C records, meta and statistics, are off too; no stacks, no journal record, no
+backward gates and so no backward entries): files written that way are wrong on purpose, so
 this is a tool for engineers, not an option of the dump.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Callable, Dict, List, Sequence
 PARTS = ("statistics", "stacks", "journal", "gates")
 
 
-def _switches() -> Dict[str, Callable[[bool], None]]:
+def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     """part -> switch(off): replaces (or restores) the function that does that part."""
     import msprobe.dump.engine as engine
     import msprobe.dump.stepfiles as stepfiles
@@ -39,9 +40,13 @@ def _switches() -> Dict[str, Callable[[bool], None]]:
     def no_gate(engine_, call, side, value, path, count):
         return value
 
-    def statistics_(off: bool) -> None:
+    record = dict(type="torch.Tensor", dtype="torch.float32", shape=[], requires_grad=False, **zeros)
+    made = encoder._whole
+
+    def statistics_(off: bool) -> None:  # the one-call records (C) and the Python path's statistics
         stats.reduce = (lambda t, precision, md5: stats.Handle("host", (), 1, None, ready=zeros)) if off \
             else original["reduce"]
+        encoder.use_record_maker((lambda tensor: record) if off else made)
 
     def stacks(off: bool) -> None:
         engine.stack.capture = (lambda *args: []) if off else original["capture"]
@@ -71,7 +76,7 @@ def measure(level: str, summary_mode: str, steps: int, work: Path) -> Dict[str, 
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     tokens, targets = tiny_model.make_batch()
     debugger = PrecisionDebugger(config_path=str(config))
-    switches = _switches()
+    switches = _switches(debugger.engine.encoder)
     variants: Dict[str, Sequence[str]] = {"full": (), **{f"no {part}": (part,) for part in PARTS}, "all off": PARTS}
 
     def step(off: Sequence[str], dumped: bool) -> float:

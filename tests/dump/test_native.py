@@ -106,6 +106,29 @@ def test_without_a_compiler_numpy_gives_the_same_numbers(tmp_path):
 
 
 @needs_kernel
+@pytest.mark.skipif(kernel is None or not kernel.has_avx2, reason="no AVX2 here: one loop only")
+def test_avx2_and_plain_loops_give_the_same_bits():
+    """The 256-bit loop does each lane's additions in the plain loop's order: same numbers everywhere."""
+    script = (
+        "import json, torch\n"
+        "from msprobe.dump import native\n"
+        "k = native.helpers()\n"
+        "torch.manual_seed(3)\n"
+        "out = [k.has_avx2]\n"
+        "for dtype, kind in ((torch.float32, 0), (torch.bfloat16, 1), (torch.float16, 2), (torch.float64, 3)):\n"
+        "    for n in (1, 17, 4099, 70001):\n"
+        "        t = (torch.randn(n) * 7 + 1).to(dtype)\n"
+        "        out.append([v.hex() for v in k.stats(t.data_ptr(), n, kind)])\n"
+        "print(json.dumps(out))\n"
+    )
+    runs = [__import__("json").loads(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                                                      text=True, check=True).stdout)
+            for env in (dict(os.environ), dict(os.environ, MSPROBE_NO_AVX2="1"))]
+    assert runs[0][0] == 1 and runs[1][0] == 0
+    assert runs[0][1:] == runs[1][1:]
+
+
+@needs_kernel
 def test_built_once_per_cache_and_skipped_when_switched_off(tmp_path):
     script = "from msprobe.dump import native\nprint(native.helpers() is not None)\n"
 

@@ -58,16 +58,18 @@ static inline float f16_to_f32(uint16_t h) {
     return out;
 }
 
-/* Max/Min in the element's precision (exact); sums of LANES x BLOCK products in float lanes (short
- * enough that float error stays at double's noise level for the totals), carried into double totals */
+/* Max/Min in the element's precision (exact); sums of BLOCK products per float lane (short enough that
+ * float error stays at double's noise level for the totals), carried into a double per lane (no serial
+ * chain of double additions: that was half the time), the lanes added in order at the end */
 #define REDUCE_BODY(TYPE, ACC, LOAD)                                                   \
     {                                                                                  \
         const TYPE *x = (const TYPE *)data;                                            \
         ACC hi[LANES], lo[LANES];                                                      \
         ACC first = (ACC)LOAD(x[0]);                                                   \
-        double total = 0.0, squares = 0.0;                                             \
+        double lane_total[LANES], lane_squares[LANES];                                 \
         for (int k = 0; k < LANES; k++) {                                              \
             hi[k] = first; lo[k] = first;                                              \
+            lane_total[k] = 0.0; lane_squares[k] = 0.0;                                \
         }                                                                              \
         Py_ssize_t i = 0;                                                              \
         while (i + LANES <= n) {                                                       \
@@ -86,14 +88,16 @@ static inline float f16_to_f32(uint16_t h) {
                 }                                                                      \
             }                                                                          \
             for (int k = 0; k < LANES; k++) {                                          \
-                total += (double)s[k];                                                 \
-                squares += (double)q[k];                                               \
+                lane_total[k] += (double)s[k];                                         \
+                lane_squares[k] += (double)q[k];                                       \
             }                                                                          \
         }                                                                              \
-        double high = (double)hi[0], low = (double)lo[0];                              \
-        for (int k = 1; k < LANES; k++) {                                              \
+        double high = (double)hi[0], low = (double)lo[0], total = 0.0, squares = 0.0;  \
+        for (int k = 0; k < LANES; k++) {                                              \
             high = hi[k] > high ? (double)hi[k] : high;                                \
             low = lo[k] < low ? (double)lo[k] : low;                                   \
+            total += lane_total[k];                                                    \
+            squares += lane_squares[k];                                                \
         }                                                                              \
         for (; i < n; i++) {                                                           \
             double v = (double)LOAD(x[i]);                                             \
@@ -107,13 +111,36 @@ static inline float f16_to_f32(uint16_t h) {
 
 #define AS_IS(v) (v)
 
-static void reduce_block(const void *data, Py_ssize_t n, int kind, double out[4]) {
-    switch (kind) {
-    case KIND_F32: REDUCE_BODY(float, float, AS_IS) break;
-    case KIND_BF16: REDUCE_BODY(uint16_t, float, bf16_to_f32) break;
-    case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32) break;
-    default: REDUCE_BODY(double, double, AS_IS) break;
+#define REDUCE_KINDS                                                 \
+    switch (kind) {                                                  \
+    case KIND_F32: REDUCE_BODY(float, float, AS_IS) break;           \
+    case KIND_BF16: REDUCE_BODY(uint16_t, float, bf16_to_f32) break; \
+    case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32) break;   \
+    default: REDUCE_BODY(double, double, AS_IS) break;               \
     }
+
+static void reduce_plain(const void *data, Py_ssize_t n, int kind, double out[4]) {
+    REDUCE_KINDS
+}
+
+/* The same loops in 256-bit vectors where the CPU has AVX2 (twice the elements per instruction). Not
+ * "fma": every lane does the same additions and multiplications in the same order as reduce_plain, so
+ * the numbers are the same bits on every machine. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_AVX2 1
+__attribute__((target("avx2"))) static void reduce_avx2(const void *data, Py_ssize_t n, int kind, double out[4]) {
+    REDUCE_KINDS
+}
+#endif
+static int use_avx2 = 0;
+
+static void reduce_block(const void *data, Py_ssize_t n, int kind, double out[4]) {
+#ifdef HAVE_AVX2
+    if (use_avx2) {
+        reduce_avx2(data, n, kind, out);
+    } else
+#endif
+    reduce_plain(data, n, kind, out);
     /* finite elements whose float squares overflowed (|x| > 1.8e19): squares again, in double */
     if (isinf(out[3]) && isfinite(out[0]) && isfinite(out[1]) && kind != KIND_F64) {
         double squares = 0.0;
@@ -421,12 +448,18 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (record_init() < 0 || values_init() < 0) {
         return NULL;
     }
-#ifdef HAVE_CLMUL
+#if defined(HAVE_CLMUL) || defined(HAVE_AVX2)
     __builtin_cpu_init();
+#endif
+#ifdef HAVE_AVX2
+    use_avx2 = getenv("MSPROBE_NO_AVX2") == NULL && __builtin_cpu_supports("avx2");
+#endif
+#ifdef HAVE_CLMUL
     use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
     PyObject *created = PyModule_Create(&module);
-    if (created != NULL && PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0) {
+    if (created != NULL && (PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0 ||
+                            PyModule_AddIntConstant(created, "has_avx2", use_avx2) < 0)) {
         Py_DECREF(created);
         return NULL;
     }

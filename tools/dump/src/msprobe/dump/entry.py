@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import native
 from .adapter import Adapter
@@ -32,16 +32,22 @@ class Encoder:
         self.precision = precision
         self.md5 = md5
         self.snapshots = snapshots
-        self._whole = adapter.record_maker(precision, md5)
+        self.use_record_maker(adapter.record_maker(precision, md5))
+
+    def use_record_maker(self, whole: Optional[Callable[[Any], Optional[Dict[str, Any]]]]) -> None:
+        """Make tensor records with ``whole`` (the adapter's ``record_maker``; None: the Python path)."""
+        self._whole = whole
         # the tensors whose record _whole makes in one call (no snapshot to take with it)
-        self._whole_type = adapter.tensor_type if self._whole is not None and not snapshots else None
+        self._whole_type = self.adapter.tensor_type if whole is not None and not self.snapshots else None
+        self.__dict__.pop("args", None)
+        self.__dict__.pop("outputs", None)
         helpers = native.helpers()
         if self._whole_type is not None and helpers is not None:
             # the same records, walked in C: args(args, kwargs, out) and outputs(output, out); what the
             # walk does not know (slices, framework objects, tensors the record maker declines) comes back
             # to encode() with its role, position and depth
-            self.args = functools.partial(helpers.encode_args, self._whole, adapter.tensor_type, self.encode)
-            self.outputs = functools.partial(helpers.encode_outputs, self._whole, adapter.tensor_type, self.encode)
+            self.args = functools.partial(helpers.encode_args, whole, self._whole_type, self.encode)
+            self.outputs = functools.partial(helpers.encode_outputs, whole, self._whole_type, self.encode)
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter

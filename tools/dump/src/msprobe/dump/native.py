@@ -1,6 +1,7 @@
 """C helpers for the dump's hottest per-call work (``_native.c``), built on first use.
 
-``stats(address, numel, kind) -> (max, min, sum, squares)``: a dense block of floats in one pass. On a
+``stats(address, numel, kind) -> (max, min, sum, squares)``: a dense block of floats in one pass (in
+256-bit vectors where the CPU has AVX2, ``has_avx2``; the same bits either way). On a
 small model most of a dumped step's statistics time is call overhead: numpy needs five calls per tensor
 (view, max, min and two dots, ~10 us on a 64-element tensor), this one (~1 us).
 ``stack_key(frame, skip, classify, limit) -> (key, codes)``: the caller's stack as (id(code), lasti)
