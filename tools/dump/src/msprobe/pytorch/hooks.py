@@ -15,6 +15,7 @@ from msprobe.dump.engine import Call, DumpEngine
 
 from .api_list import ApiTable
 from .gates import gate, gate_call, gate_outputs, outside_mode
+from .hook_dicts import HookDicts
 from .nested import NestedRunner
 
 
@@ -96,8 +97,8 @@ class Hooks:
         self.record_nested = record_nested
         self._mode: Optional[DumpMode] = None
         self._patched: List[Tuple[Any, str, Any]] = []
-        self._module_handles: List[Any] = []
-        self._grad_handles: List[Any] = []
+        self._module_hooks_on = HookDicts()
+        self._grad_hooks_on = HookDicts()
         self._hooked_params: set = set()
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
 
@@ -119,15 +120,11 @@ class Hooks:
         for module, name, original in reversed(self._patched):
             setattr(module, name, original)
         self._patched.clear()
-        for handle in self._module_handles:
-            handle.remove()
-        self._module_handles.clear()
+        self._module_hooks_on.remove()
 
     def uninstall_all(self) -> None:
         self.uninstall_forward()
-        for handle in self._grad_handles:
-            handle.remove()
-        self._grad_handles.clear()
+        self._grad_hooks_on.remove()
         self._hooked_params.clear()
 
     # ----- torch.distributed (not overridable: the module's functions are patched while dumping) --
@@ -166,15 +163,14 @@ class Hooks:
             if not path:
                 continue  # the root model itself is not recorded (upstream does the same)
             pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
-            self._module_handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-            self._module_handles.append(module.register_forward_hook(post, with_kwargs=True))
+            self._module_hooks_on.module(module, pre, post)
             for name, param in module.named_parameters(recurse=False):
                 if param.requires_grad and (id(module), name) not in self._hooked_params:
                     self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
                     hook = param_hooks.get(name)
                     if hook is None:
                         hook = param_hooks[name] = self._param_hook(owner, name)
-                    self._grad_handles.append(param.register_hook(hook))
+                    self._grad_hooks_on.tensor(param, hook)
 
     def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:
         """The hooks of ``module`` at path ``full`` (pre, post, owner of its parameters, parameter hooks by
