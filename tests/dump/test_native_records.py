@@ -160,3 +160,28 @@ def test_encode_args_and_outputs_equal_the_python_walk():
         results.append((json.dumps(encoded), [(p.role, p.position) for p in pending]))
     assert results[0] == results[1]
     assert ("nested", (1, "z", 1)) in results[0][1] and ("input", (7, "k")) in results[0][1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_torch_record_reduces_rows_of_strided_views(dtype):
+    """Chunks of a fused projection (q, k, v of one matmul's output): not one block, but rows of one."""
+    adapter = TorchAdapter()
+    made = adapter.record_maker("normal", False)
+    torch.manual_seed(1)
+    fused = (torch.randn(4, 8, 3 * 24) * 5 + 1).to(dtype)
+    views = [fused[..., 24:48], fused[..., 48:].view(4, 8, 2, 12), fused[:, ::3, 5:17]]
+    for view in views:
+        assert not view.is_contiguous()
+        record = made(view)
+        wide = view.double().numpy().ravel()
+        assert (record["Max"], record["Min"]) == (wide.max(), wide.min())
+        assert record["Mean"] == pytest.approx(wide.mean(), rel=1e-9, abs=1e-12)
+        assert record["Norm"] == pytest.approx(float(np.sqrt(np.dot(wide, wide))), rel=1e-9)
+        assert record["shape"] == list(view.shape)
+    # keyed by the view itself (content_cache's key for a tensor that is not one block): the Python
+    # path finds it, and a write through the fused tensor is a new version, so new statistics
+    assert adapter.tensor_stats(views[0], "normal", False)["Max"] == made(views[0])["Max"]
+    fused[0, 0, 30] = 1000.0
+    assert made(views[0])["Max"] == 1000.0
+    fused[1, 1, 25] = float("nan")
+    assert all(value != value for key, value in made(views[0]).items() if key in ("Max", "Min", "Mean", "Norm"))

@@ -62,8 +62,102 @@ static PyObject *weak_target(PyObject *ref) {
 #endif
 }
 
+#define MAX_DIMS 16
+
+typedef struct {
+    Py_ssize_t dims, size[MAX_DIMS], stride[MAX_DIMS];
+} Layout;
+
+/* The tensor's shape and strides; 0 when it has more than MAX_DIMS dimensions, -1 on error */
+static int read_layout(PyObject *tensor, Layout *layout) {
+    PyObject *strides = call_method(tensor, s_stride), *shape = PyObject_GetAttr(tensor, s_shape);
+    int answer = -1;
+    if (strides == NULL || shape == NULL) {
+        goto done;
+    }
+    answer = 0;
+    if (!PyTuple_Check(strides) || !PyTuple_Check(shape) || PyTuple_GET_SIZE(strides) != PyTuple_GET_SIZE(shape) ||
+        PyTuple_GET_SIZE(shape) > MAX_DIMS) {
+        goto done;
+    }
+    layout->dims = PyTuple_GET_SIZE(shape);
+    for (Py_ssize_t i = 0; i < layout->dims; i++) {
+        layout->stride[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, i));
+        layout->size[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+    }
+    answer = PyErr_Occurred() ? -1 : 1;
+done:
+    Py_XDECREF(strides);
+    Py_XDECREF(shape);
+    return answer;
+}
+
+/* 1 when the elements fill one block of memory in some order (a transpose of a contiguous tensor), as
+ * content_cache.dense decides */
+static int layout_dense(const Layout *layout) {
+    Py_ssize_t stride[MAX_DIMS], size[MAX_DIMS], dims = layout->dims, expected = 1;
+    for (Py_ssize_t i = 0; i < dims; i++) { /* insertion sort by (stride, size) */
+        Py_ssize_t j = i;
+        for (; j > 0 && (stride[j - 1] > layout->stride[i] ||
+                         (stride[j - 1] == layout->stride[i] && size[j - 1] > layout->size[i])); j--) {
+            stride[j] = stride[j - 1];
+            size[j] = size[j - 1];
+        }
+        stride[j] = layout->stride[i];
+        size[j] = layout->size[i];
+    }
+    for (Py_ssize_t i = 0; i < dims; i++) {
+        if (size[i] == 1) {
+            continue;
+        }
+        if (stride[i] != expected) {
+            return 0;
+        }
+        expected *= size[i];
+    }
+    return 1;
+}
+
+/* 1 when the elements lie in rows: the last dimension (of more than one element) has stride 1 (a slice
+ * of the last dimension, a chunk of a fused projection) */
+static int layout_rows(const Layout *layout) {
+    return layout->dims >= 2 && layout->stride[layout->dims - 1] == 1 && layout->size[layout->dims - 1] > 1;
+}
+
+/* The statistics of a strided tensor in rows: each row in one pass, the rows' results combined */
+static void reduce_rows(const char *data, const Layout *layout, int kind, Py_ssize_t item, double out[4]) {
+    Py_ssize_t index[MAX_DIMS] = {0}, outer = layout->dims - 1, width = layout->size[outer];
+    double high = -INFINITY, low = INFINITY, total = 0.0, squares = 0.0;
+    int any = 0;
+    for (;;) {
+        Py_ssize_t offset = 0;
+        for (Py_ssize_t d = 0; d < outer; d++) {
+            offset += index[d] * layout->stride[d];
+        }
+        double row[4];
+        reduce_block(data + offset * item, width, kind, row);
+        high = !any || row[0] > high ? row[0] : high; /* a NaN row: all NaN below, from its squares */
+        low = !any || row[1] < low ? row[1] : low;
+        any = 1;
+        total += row[2];
+        squares += row[3];
+        Py_ssize_t d = outer - 1;
+        while (d >= 0 && ++index[d] == layout->size[d]) {
+            index[d--] = 0;
+        }
+        if (d < 0) {
+            break;
+        }
+    }
+    out[0] = high; out[1] = low; out[2] = total; out[3] = squares;
+    if (isnan(squares)) { /* a NaN in any row: every statistic NaN, as for one block */
+        out[0] = out[1] = out[2] = NAN;
+    }
+}
+
 /* The statistics of the block (a new dict), with "md5" when `md5` is set */
-static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, int md5, Py_ssize_t item) {
+static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, int md5, Py_ssize_t item,
+                                  const Layout *rows) {
     PyObject *address = call_method(tensor, s_data_ptr);
     if (address == NULL) {
         return NULL;
@@ -77,7 +171,11 @@ static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, 
         return NULL;
     }
     double out[4];
-    reduce_block(data, numel, kind, out);
+    if (rows != NULL) {
+        reduce_rows((const char *)data, rows, kind, item, out);
+    } else {
+        reduce_block(data, numel, kind, out);
+    }
     PyObject *stats = Py_BuildValue("{OdOdOdOd}", k_max, out[0], k_min, out[1], k_mean, out[2] / (double)numel,
                                     k_norm, sqrt(out[3]));
     if (stats != NULL && md5) {
@@ -118,51 +216,6 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
     return failed ? -1 : 0;
 }
 
-/* 1 when the tensor's elements fill one block of memory in some order (a transpose of a contiguous
- * tensor), as content_cache.dense decides; 0 when not, -1 on error */
-static int dense(PyObject *tensor) {
-    PyObject *strides = call_method(tensor, s_stride), *shape = PyObject_GetAttr(tensor, s_shape);
-    int answer = -1;
-    if (strides == NULL || shape == NULL) {
-        goto done;
-    }
-    if (!PyTuple_Check(strides) || !PyTuple_Check(shape) || PyTuple_GET_SIZE(strides) != PyTuple_GET_SIZE(shape) ||
-        PyTuple_GET_SIZE(shape) > 16) {
-        answer = 0;
-        goto done;
-    }
-    Py_ssize_t dims = PyTuple_GET_SIZE(shape), stride[16], size[16];
-    for (Py_ssize_t i = 0; i < dims; i++) {
-        stride[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, i));
-        size[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-        if (PyErr_Occurred()) {
-            goto done;
-        }
-        for (Py_ssize_t j = i; j > 0 && (stride[j - 1] > stride[j] || (stride[j - 1] == stride[j] && size[j - 1] > size[j])); j--) {
-            Py_ssize_t keep_stride = stride[j], keep_size = size[j]; /* insertion sort by (stride, size) */
-            stride[j] = stride[j - 1];
-            size[j] = size[j - 1];
-            stride[j - 1] = keep_stride;
-            size[j - 1] = keep_size;
-        }
-    }
-    Py_ssize_t expected = 1;
-    answer = 1;
-    for (Py_ssize_t i = 0; i < dims && answer; i++) {
-        if (size[i] == 1) {
-            continue;
-        }
-        if (stride[i] != expected) {
-            answer = 0;
-        }
-        expected *= size[i];
-    }
-done:
-    Py_XDECREF(strides);
-    Py_XDECREF(shape);
-    return answer;
-}
-
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
 static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args) {
@@ -175,10 +228,15 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
     int ok = attribute_is(tensor, s_layout, args[4], 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
+    Layout layout;
+    int rows = 0;
     if (ok > 0) {
         ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
-        if (ok == 0 && !md5) { /* CRC-32 follows the element order; statistics do not: any dense block */
-            ok = dense(tensor);
+        if (ok == 0 && !md5) { /* CRC-32 follows the element order; statistics do not: a dense block or rows */
+            ok = read_layout(tensor, &layout);
+            if (ok > 0 && !layout_dense(&layout)) {
+                rows = ok = layout_rows(&layout);
+            }
         }
     }
     if (ok <= 0) {
@@ -199,8 +257,18 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
         stats = none_ref();
         goto done;
     }
-    PyObject *root = base == Py_None ? tensor : base;
+    /* content_cache.py's keys: a block by its contents, a strided tensor by itself */
+    PyObject *root = rows ? tensor : base == Py_None ? tensor : base;
     id = PyLong_FromVoidPtr(root);
+    if (rows && id != NULL) {
+        Py_DECREF(offset);
+        Py_DECREF(numel);
+        offset = PyLong_FromLong(-1);
+        numel = PyLong_FromLong(-1);
+        if (offset == NULL || numel == NULL) {
+            goto done;
+        }
+    }
     key = id == NULL ? NULL : PyTuple_Pack(5, id, offset, numel, dtype, version);
     if (key == NULL) {
         goto done;
@@ -210,7 +278,7 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
         Py_INCREF(stats);
     } else if (!PyErr_Occurred()) {
         static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
-        stats = block_statistics(tensor, count, kind, md5, item_size[kind]);
+        stats = block_statistics(tensor, count, kind, md5, item_size[kind], rows ? &layout : NULL);
         if (stats != NULL && store(entries, key, root, stats, limit) < 0) {
             Py_CLEAR(stats);
         }
