@@ -1,17 +1,18 @@
 /* The dump's per-call costs that Python pays most for, in C: the statistics of a dense block of
- * floats in one pass (stats), and the key of the caller's stack (stack_key).
+ * floats in one pass (stats), and where the caller's stack starts and its key (stack_anchor, stack_key).
  *
- * A third, crc32, is the CRC-32 of md5 mode folded with carry-less multiplies where the CPU has them.
- * A fourth, torch_record (_record.c), makes a CPU tensor's whole dump.json record with them, and
- * json_bytes (_json.c) encodes records as JSON.
+ * crc32 is the CRC-32 of md5 mode folded with carry-less multiplies where the CPU has them.
+ * torch_record (_record.c) makes a CPU tensor's whole dump.json record with them; encode_args and
+ * encode_outputs (_walk.c) walk a call's arguments and outputs into records; json_bytes, json_line and
+ * journal_entry (_json.c) encode records as JSON and append an entry to the journal.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
  *
- * stats: numbers follow numpy's rules: any NaN makes every result
- * NaN; sums run in independent lanes so the compiler can vectorise them without reassociating one
- * long chain (and without -ffast-math, which would drop NaN handling), and are carried into double
- * every LANES x BLOCK elements.
+ * stats: numbers follow numpy's rules: any NaN makes every result NaN; sums run in independent lanes
+ * so the compiler can vectorise them without reassociating one long chain (and without -ffast-math,
+ * which would drop NaN handling), each lane's float sums carried into its own double every BLOCK
+ * elements.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -425,6 +426,7 @@ fail:
 }
 
 #include "_record.c"
+#include "_walk.c"
 #include "_json.c"
 
 static PyMethodDef methods[] = {

@@ -37,7 +37,7 @@ F32, BF16, F16, F64 = 0, 1, 2, 3
 """Element kinds of ``stats(address, numel, kind)``."""
 
 _SOURCE = Path(__file__).with_name("_native.c")
-_INCLUDED = (Path(__file__).with_name("_record.c"), Path(__file__).with_name("_json.c"))
+_INCLUDED = tuple(Path(__file__).with_name(name) for name in ("_record.c", "_walk.c", "_json.c"))
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False
