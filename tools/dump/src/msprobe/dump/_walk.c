@@ -25,7 +25,7 @@ typedef struct {
     PyObject *slow;       /* Encoder.encode(value, role, position, out, depth): whatever this leaves */
     PyObject *out;        /* the call's pending tensors, for slow */
     PyObject *role;       /* "input", "output" or the keyword */
-    PyObject *position[MAX_DEPTH + 2]; /* the value's position: ints and dict keys (new references) */
+    PyObject *position[MAX_DEPTH + 2]; /* the value's position: ints and dict keys (held by the loops) */
     Py_ssize_t length;
 } Walk;
 
