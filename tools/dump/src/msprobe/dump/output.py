@@ -73,12 +73,12 @@ class StepOutput:
             self._files.drain()
 
     def _open(self, rank_dir: Callable[[], str]) -> RankWriter:
-        if self._writer is None or self._writer.closed:
-            self._rank_dir = path = rank_dir()
-            tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
-            if tensor_dir:
-                os.makedirs(tensor_dir, exist_ok=True)
-            self._writer = StepWriter(path, dict(self._header, dump_data_dir=tensor_dir))
+        """A new step's writer (``entry`` calls this when there is no open one)."""
+        self._rank_dir = path = rank_dir()
+        tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
+        if tensor_dir:
+            os.makedirs(tensor_dir, exist_ok=True)
+        self._writer = StepWriter(path, dict(self._header, dump_data_dir=tensor_dir))
         return self._writer
 
     def _file_writer(self) -> TensorFileWriter:
