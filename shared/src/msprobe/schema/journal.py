@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from .construct import group_stacks
 from .dump import DumpFile, validate_dump
 from .errors import PathLike, SchemaError
-from .jsonio import write_json_atomic
+from .jsonio import compact_dumps, write_json_atomic
 
 JOURNAL_NAME = "dump.journal"
 JOURNAL_MAGIC = b"msprobe journal 2\n"
@@ -116,17 +116,12 @@ def journal_record(item: list) -> bytes:
 
 def json_record(item: list) -> bytes:
     """One journal record as a JSON line (the format's other spelling; no magic line before it)."""
-    return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
+    return (compact_dumps(item) + "\n").encode("utf-8")
 
 
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"a journal record names {module}.{name}; records hold plain values only")
-
-
-def read_record(record: bytes) -> Any:
-    """One record made by :func:`journal_record`, back as plain values."""
-    return _PlainUnpickler(io.BytesIO(record)).load()
 
 
 def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,23 @@ def load_json(path: PathLike) -> Any:
 
 def dumps(value: Any, indent: int = None) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def _not_serialisable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# what json.dumps(value, ensure_ascii=False) writes (same bytes), with the C encoder built once instead of
+# per call (JSONEncoder.encode builds one, and a float formatter, every time: ~20% of a small record's cost)
+# and without the circular-reference bookkeeping (a dict per container)
+if c_make_encoder is not None:
+    _encode = c_make_encoder(None, _not_serialisable, encode_basestring, None, ": ", ", ", False, False, True)
+
+    def compact_dumps(value: Any) -> str:
+        """``json.dumps(value, ensure_ascii=False)`` of a tree of plain values (no cycles), faster."""
+        return "".join(_encode(value, 0))
+else:  # a Python without the _json accelerator
+    compact_dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 def write_json_atomic(path: PathLike, value: Any, indent: int = 1) -> None:

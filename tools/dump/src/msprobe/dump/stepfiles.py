@@ -12,50 +12,28 @@ from __future__ import annotations
 
 import json
 import os
-from json.encoder import c_make_encoder, encode_basestring
 from typing import Any, Callable, Dict, List, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME
-from msprobe.schema.jsonio import write_bytes_atomic, write_json_atomic
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, json_record
+from msprobe.schema.jsonio import compact_dumps, write_bytes_atomic, write_json_atomic
 
 from . import native
-
-
-def _not_serialisable(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-# what json.dumps(value, ensure_ascii=False) writes (same bytes), with the C encoder built once instead of
-# per call (JSONEncoder.encode builds one, and a float formatter, every time: ~20% of an entry's cost)
-# and without the circular-reference bookkeeping (a dict per container): entries are trees the engine
-# builds itself, never circular
-if c_make_encoder is not None:
-    _encode = c_make_encoder(None, _not_serialisable, encode_basestring, None, ": ", ", ", False, False, True)
-
-    def _dumps(value: Any) -> str:
-        return "".join(_encode(value, 0))
-else:  # a Python without the _json accelerator
-    _dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
-
-
-def _json_module_line(value: Any) -> bytes:
-    return (_dumps(value) + "\n").encode("utf-8")
 
 
 def json_line_encoder() -> Callable[[Any], bytes]:
     """``value -> (json.dumps(value, ensure_ascii=False) + "\n").encode()``: the compiled encoder when
     built (it raises TypeError for what it does not know, non-str keys for one: see :func:`json_line`)."""
     helpers = native.helpers()
-    return _json_module_line if helpers is None else helpers.json_line
+    return json_record if helpers is None else helpers.json_line
 
 
 def json_line(encoder: Callable[[Any], bytes], value: Any) -> bytes:
     try:
         return encoder(value)
     except TypeError:  # the compiled encoder's refusal: the json module converts (or refuses) instead
-        return _json_module_line(value)
+        return json_record(value)
 
 
 class StepWriter(RankWriter):
@@ -100,7 +78,7 @@ class StepWriter(RankWriter):
                 return
             except TypeError:  # refused before anything was written: the json module writes it instead
                 pass
-        line = _json_module_line(["d", name, value])
+        line = json_record(["d", name, value])
         _write_all(self._fd, line)
         earlier = self._entries.get(name)
         if earlier is None:
@@ -135,7 +113,7 @@ class StepWriter(RankWriter):
                     for part in line:
                         merged.update(json.loads(part)[2])
                     line = json_line(self._line, ["d", name, merged])
-                head = _dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
+                head = compact_dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
                 parts.append(head + b": " + line[len(head) + 8:-2])
             header = json_line(self._line, self._header)[:-1]
             data = b'"data": {' + b", ".join(parts) + b"}"
