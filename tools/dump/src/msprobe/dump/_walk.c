@@ -3,7 +3,7 @@
  * Included by _native.c after _record.c (tensors are recorded by the record maker given, usually
  * torch_record). The walk follows Encoder.encode's cases in its order; whatever it does not know
  * (slices, framework objects, tensors the record maker declines, containers nested too deep) goes back
- * to Encoder.encode with its role, position and depth.
+ * to Python (Encoder._after_walk) with its role, position and depth.
  */
 
 static PyObject *k_value, *v_bool, *v_int, *v_float, *v_str, *k_input_args, *k_input_kwargs, *v_input, *v_output;
@@ -22,7 +22,7 @@ static int values_init(void) {
 typedef struct {
     PyObject *whole;      /* tensor -> record or None (torch_record over the adapter's cache) */
     PyObject *tensor;     /* the framework's tensor type */
-    PyObject *slow;       /* Encoder.encode(value, role, position, out, depth): whatever this leaves */
+    PyObject *slow;       /* Encoder._after_walk(value, role, position, out, depth): whatever this leaves */
     PyObject *out;        /* the call's pending tensors, for slow */
     PyObject *role;       /* "input", "output" or the keyword */
     PyObject *position[MAX_DEPTH + 2]; /* the value's position: ints and dict keys (held by the loops) */

@@ -45,16 +45,15 @@ class Encoder:
         if self._whole_type is not None and helpers is not None:
             # the same records, walked in C: args(args, kwargs, out) and outputs(output, out); what the
             # walk does not know (slices, framework objects, tensors the record maker declines) comes back
-            # to encode() with its role, position and depth
-            self.args = functools.partial(helpers.encode_args, whole, self._whole_type, self.encode)
-            self.outputs = functools.partial(helpers.encode_outputs, whole, self._whole_type, self.encode)
+            # to _after_walk() with its role, position and depth
+            self.args = functools.partial(helpers.encode_args, whole, self._whole_type, self._after_walk)
+            self.outputs = functools.partial(helpers.encode_outputs, whole, self._whole_type, self._after_walk)
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter
         if self._whole_type is not None and isinstance(value, self._whole_type):
             record = self._whole(value)  # a gradient, a parameter: the whole record in one call
-            if record is not None:
-                return record
+            return record if record is not None else self._tensor_by_parts(value, role, position, out)
         if adapter.is_tensor(value):
             return self.tensor(value, role, position, out)
         if value is None:
@@ -80,13 +79,24 @@ class Encoder:
             return described
         return {"type": type(value).__name__, "value": None}
 
+    def _after_walk(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int) -> Any:
+        """What the C walk leaves to Python: a tensor the record maker declined (not asked again), or a
+        value the walk does not know."""
+        if isinstance(value, self._whole_type):
+            return self._tensor_by_parts(value, role, position, out)
+        return self.encode(value, role, position, out, depth)
+
     def tensor(self, tensor: Any, role: str, position: Tuple, out: List[PendingTensor]) -> Dict[str, Any]:
-        adapter = self.adapter
         record = self._whole(tensor) if self._whole is not None else None
-        if record is not None:
-            if self.snapshots:
-                out.append(PendingTensor(record, None, adapter.snapshot(tensor), role, position))
-            return record
+        if record is None:
+            return self._tensor_by_parts(tensor, role, position, out)
+        if self.snapshots:
+            out.append(PendingTensor(record, None, self.adapter.snapshot(tensor), role, position))
+        return record
+
+    def _tensor_by_parts(self, tensor: Any, role: str, position: Tuple, out: List[PendingTensor]) -> Dict[str, Any]:
+        """The record from the adapter's meta, statistics handle and snapshot (the record maker's fallback)."""
+        adapter = self.adapter
         type_name, dtype, shape, requires_grad = adapter.tensor_meta(tensor)
         handle = adapter.tensor_stats(tensor, self.precision, self.md5)
         ready = adapter.ready_stats(handle)
