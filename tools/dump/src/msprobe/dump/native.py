@@ -9,9 +9,12 @@ pairs, ~1 us where walking the frames in Python costs ~8 us (``msprobe.dump.stac
 ``crc32(address, nbytes)``: zlib's CRC-32, folded with carry-less multiplies where the CPU has them.
 ``torch_record(...)`` (``_record.c``): a CPU tensor's whole dump.json record, statistics cache included,
 ~3x faster than the Python path it stands in for (``TorchAdapter.record_maker``).
-``json_bytes(value)`` / ``json_line(value)`` (``_json.c``): ``json.dumps(value, ensure_ascii=False)``'s
-bytes for plain values, floats included (repr's digits by exact 128-bit arithmetic), ~4x faster than the
-json module: an entry is encoded once, for its journal line and for dump.json. The extension is
+``stack_anchor(frame, skip, classify)``: where that stack starts (the first frame not skipped).
+``encode_args`` / ``encode_outputs`` (``_walk.c``): ``Encoder.args`` / ``Encoder.outputs`` in C.
+``json_bytes(value)`` / ``json_line(value)`` / ``journal_entry(fd, lines, name, value)`` (``_json.c``):
+``json.dumps(value, ensure_ascii=False)``'s bytes for plain values, floats included (repr's digits by
+exact 128-bit arithmetic), ~4x faster than the json module: an entry is encoded once, for its journal
+line and for dump.json. The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
 Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
@@ -52,7 +55,7 @@ def cache_dir() -> Path:
 
 
 def helpers() -> Optional[ModuleType]:
-    """The compiled module (``stats``, ``stack_key``), built on the first call; None where it cannot be."""
+    """The compiled module (the functions above), built on the first call; None where it cannot be."""
     global _loaded, _tried
     if not _tried:
         _tried = True
