@@ -68,9 +68,10 @@ class TorchAdapter(Adapter):
         return value
 
     def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
-        """``_native.torch_record`` over this adapter's caches: a contiguous CPU float tensor's record in
-        one C call (~3x faster than the Python path); None without the compiled helpers, or in md5 mode
-        where they lack the fast CRC-32 (zlib's is faster than their table)."""
+        """``_native.torch_record`` over this adapter's caches: a CPU float tensor's record in one C call
+        (~3x faster than the Python path) when its elements are one block, a permuted block or rows (md5:
+        contiguous only); None without the compiled helpers, or in md5 mode where they lack the fast
+        CRC-32 (zlib's is faster than their table)."""
         kernel = native.helpers()
         if kernel is None or (md5 and not kernel.has_fast_crc32):
             return None
