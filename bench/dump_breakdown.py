@@ -8,13 +8,15 @@ dump, the full dump, the dump with one part switched off, the dump with all of t
 compare steps taken under the same machine load; the machine's drift between runs cancels out. A part
 is switched off by replacing the engine's function for it (statistics: every tensor gets one constant
 record, so the one-call C records, meta and statistics, are off too; no stacks, no journal record, no
-backward gates and so no backward entries): files written that way are wrong on purpose, so
+backward gates and so no backward entries; API calls without autograd, recorded in one C call, still
+encode their journal line, to /dev/null): files written that way are wrong on purpose, so
 this is a tool for engineers, not an option of the dump.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,7 +37,8 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
     original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
-                "gate": gates.gate, "hooks_gate": hooks.gate}
+                "appender": stepfiles.StepWriter.appender, "gate": gates.gate, "hooks_gate": hooks.gate}
+    nowhere = os.open(os.devnull, os.O_WRONLY)
 
     def no_gate(engine_, call, side, value, path, count):
         return value
@@ -51,8 +54,9 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     def stacks(off: bool) -> None:
         engine.stack.capture = (lambda *args: []) if off else original["capture"]
 
-    def journal(off: bool) -> None:
+    def journal(off: bool) -> None:  # calls recorded in C (record_plain_call) still encode theirs, for nothing
         stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]
+        stepfiles.StepWriter.appender = (lambda self: (nowhere, {})) if off else original["appender"]
 
     def gates_(off: bool) -> None:
         gates.gate = no_gate if off else original["gate"]

@@ -17,7 +17,7 @@ from msprobe.schema import DebuggerConfig
 from msprobe.schema.names import api_entry, module_entry, params_grad_entry
 from msprobe.schema.tree import rank_dir_name, step_dir_name
 
-from . import stack
+from . import native, stack
 from .adapter import Adapter
 from .calls import Call
 from .entry import Encoder, PendingTensor, place
@@ -52,6 +52,13 @@ class DumpEngine:
         # a task that keeps every entry and never finishes early (statistics, tensor) needs no asking per entry
         self._keeps_all = type(self.task).keep is TaskPolicy.keep and type(self.task).finished is TaskPolicy.finished
         self.finished = False
+        # API calls without autograd (an optimizer's) recorded in one C call where nothing is decided per
+        # entry: every entry kept and written at once, no filter, no tensor files (plain_context)
+        self._plain_possible = self._keeps_all and self._at_once and self.filter.trivial \
+            and not self.task.save_tensors and native.helpers() is not None
+        self.plain: Optional[tuple] = None
+        """``_native.record_plain_call``'s context while a step's journal is open (else None)"""
+        self._bases: Dict[Tuple[str, str], str] = {}
         engine_ref = weakref.ref(self)
         atexit.register(lambda: engine_ref() and engine_ref().close())
 
@@ -272,13 +279,31 @@ class DumpEngine:
                     (not tensors or all(t.handle is None for t in tensors)):
                 # host statistics (the CPU), nothing pending before it: written now, as _flush_pending would
                 self.output.entry(self.rank_dir, name, entry, tensors, frames)
+                if self.plain is None and self._plain_possible and self.recording:
+                    self.plain = self.plain_context()
                 return
             self._pending.append((name, entry, tensors, frames))
             if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
                 self._flush_pending()
 
+    def plain_context(self) -> Optional[tuple]:
+        """What ``_native.record_plain_call`` needs to record an API call as api_begin, api_inputs,
+        api_outputs and _add would (see ``_call.c``); None where the step's journal or the C walk is not
+        there. Valid until the next ``flush``: it holds the step's journal and metadata list."""
+        journal = self.output.journal()
+        walk = self.encoder.walk_parts()
+        if journal is None or walk is None:
+            return None
+        fd, lines, metadata = journal
+        return (self, self._counters, self._bases) + walk + (fd, lines, metadata,
+                self._modules if self.module_level else None, self._pending, stack.capture, self._add_with_stack)
+
+    def _add_with_stack(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor]) -> None:
+        self._add(name, entry, tensors, stack.capture())
+
     def _flush_pending(self) -> None:
-        pending, self._pending = self._pending, []
+        pending = self._pending[:]  # emptied in place: plain_context holds the list
+        self._pending.clear()
         if not pending:
             return
         handles = [t.handle for _, _, tensors, _ in pending for t in tensors if t.handle is not None]
@@ -300,6 +325,7 @@ class DumpEngine:
     def flush(self, final: bool) -> None:
         """Resolve pending statistics and write; ``final`` also emits incomplete backward entries and
         turns the journal into dump.json / stack.json / construct.json."""
+        self.plain = None
         with self._lock:
             if final:
                 for call in list(self._open_backward.values()):

@@ -49,6 +49,13 @@ class Encoder:
             self.args = functools.partial(helpers.encode_args, whole, self._whole_type, self._after_walk)
             self.outputs = functools.partial(helpers.encode_outputs, whole, self._whole_type, self._after_walk)
 
+    def walk_parts(self) -> Optional[Tuple[Callable, type, Callable]]:
+        """(record maker, tensor type, fallback) that the C walk takes, or None where values are walked in
+        Python (no helpers, no record maker, tensor files to take)."""
+        if "args" not in self.__dict__:
+            return None
+        return self._whole, self._whole_type, self._after_walk
+
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
         adapter = self.adapter
         if self._whole_type is not None and isinstance(value, self._whole_type):

@@ -46,6 +46,16 @@ class StepOutput:
         if frames:
             self._metadata.append(("s", name, frames))
 
+    def journal(self) -> Optional[Tuple[int, Dict[str, Any], List[Tuple[str, str, Any]]]]:
+        """(descriptor, lines, metadata) of the open step, for entries written by ``_native``'s
+        ``record_plain_call`` as ``entry`` writes them: valid until the next ``flush`` or
+        ``drop_metadata``; None when no step is open or the helpers are not built."""
+        writer = self._writer
+        if writer is None or writer.closed or self._save_tensors:
+            return None
+        target = writer.appender()
+        return None if target is None else target + (self._metadata,)
+
     def construct(self, node: str, parent: Optional[str]) -> None:
         self._metadata.append(("c", node, parent))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, List, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
@@ -69,6 +69,11 @@ class StepWriter(RankWriter):
             records, self._batch = self._batch, []
             if records:
                 _write_all(self._fd, b"".join(records))
+
+    def appender(self) -> Optional[Tuple[int, Dict[str, Any]]]:
+        """(descriptor, lines): ``_native.journal_entry``'s first two arguments, with which it does what
+        ``entry`` does; None without the helpers."""
+        return (self._fd, self._entries) if self._append is not None else None
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""

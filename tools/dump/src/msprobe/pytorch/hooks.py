@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch.overrides import TorchFunctionMode
 
+from msprobe.dump import native
 from msprobe.dump.engine import Call, DumpEngine
 
 from .api_list import ApiTable
@@ -20,6 +21,7 @@ from .nested import NestedRunner
 
 
 set_grad = torch._C._set_grad_enabled
+_grad_enabled = torch._C.is_grad_enabled
 
 
 def _inplace(name: str) -> bool:
@@ -37,13 +39,19 @@ class DumpMode(TorchFunctionMode):
         self.table = table.by_func
         self.nested = nested
         self._runner = NestedRunner(self)
+        helpers = native.helpers()
+        self._record_plain = None if nested or helpers is None else helpers.record_plain_call
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         key = self.table.get(func)
         engine = self.engine
         if key is None or engine.busy:
+            kwargs = kwargs or {}
             return self._runner.body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
+        plain = engine.plain
+        if plain is not None and not _grad_enabled() and self._record_plain is not None:
+            return self._record_plain(plain, key, func, args, kwargs)  # the whole call in C (_call.c)
+        kwargs = kwargs or {}
         call = engine.api_begin(key[0], key[1])
         if not self.nested:
             return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)

@@ -1,0 +1,149 @@
+"""API calls made without autograd, recorded in one C call (``_native.record_plain_call``): the files a
+step leaves are the bytes the Python path (api_begin, api_inputs, api_outputs, _add) leaves, and the
+C call itself names, counts, writes and hands over what it does not write."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from msprobe.dump import native
+from msprobe.dump.engine import DumpEngine
+from msprobe.pytorch import PrecisionDebugger
+
+kernel = native.helpers()
+pytestmark = pytest.mark.skipif(kernel is None, reason="no C compiler or Python headers here")
+
+FILES = ("dump.json", "stack.json", "construct.json")
+_ADD = DumpEngine._add
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def _run(tmp_path: Path, level: str, plain: bool, monkeypatch) -> tuple:
+    """Two training steps and an evaluation under no_grad, dumped; (files of each step, entries that went
+    through the engine's Python _add)."""
+    added = []
+
+    def counting(self, name, *args):
+        added.append(name)
+        return _ADD(self, name, *args)
+
+    monkeypatch.setattr(DumpEngine, "_add", counting)
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    x, y = torch.randn(4, 8), torch.randn(4, 4)
+    out = tmp_path / ("plain" if plain else "python") / level
+    debugger = PrecisionDebugger(task="statistics", dump_path=str(out), level=level)
+    debugger.engine._plain_possible = debugger.engine._plain_possible and plain
+    for _ in range(2):
+        debugger.start(model=model)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        with torch.no_grad():
+            model(x).clamp_(-1, 1)  # modules and APIs without autograd: construct parents in mix
+        debugger.stop()
+        debugger.step()
+    debugger.flush()
+    files = {step: {name: (out / f"step{step}" / "rank" / name).read_bytes() for name in FILES} for step in (0, 1)}
+    return files, added
+
+
+@pytest.mark.parametrize("level", ["L1", "mix"])
+def test_the_c_path_leaves_the_python_paths_files(tmp_path, level, monkeypatch):
+    (fast, in_python), (slow, all_added) = [_run(tmp_path, level, plain, monkeypatch) for plain in (True, False)]
+    # AdamW's in-place updates and the no-grad forward's linear/relu/clamp_ went through C
+    missed = {name.split(".")[1] for name in all_added} - {name.split(".")[1] for name in in_python}
+    assert {"addcdiv_", "lerp_", "clamp_"} <= missed and len(all_added) - len(in_python) > 60
+    for step in (0, 1):
+        assert fast[step] == slow[step], step
+        data = json.loads(fast[step]["dump.json"])["data"]
+        assert "Tensor.addcdiv_.3.forward" in data and "Tensor.clamp_.0.forward" in data
+    if level == "mix":
+        construct = json.loads(fast[0]["construct.json"])
+        assert construct["Functional.linear.2.forward"] == "Module.fc1.Linear.forward.1"
+        assert construct["Tensor.addcdiv_.0.forward"] is None
+
+
+class Engine:
+    busy = False
+
+
+def _context(tmp_path: Path, *, modules=None, pending=None, frames=("File a.py, line 1, in f, \n x",)):
+    fd = os.open(tmp_path / "journal", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    rest, busy_seen = [], []
+    record = {"type": "torch.Tensor", "Max": 1.5}
+
+    def whole(tensor):
+        busy_seen.append(engine.busy)
+        return dict(record)
+
+    engine = Engine()
+    context = (engine, {}, {}, whole, torch.Tensor, lambda *a: {"slow": True}, fd, {}, [],
+               modules, [] if pending is None else pending, lambda: list(frames),
+               lambda name, entry, tensors: rest.append((name, entry, tensors)))
+    return context, fd, rest, busy_seen
+
+
+def test_record_plain_call_names_counts_writes_and_keeps(tmp_path):
+    context, fd, rest, busy_seen = _context(tmp_path)
+    engine, counters, _, _, _, _, _, lines, metadata = context[:9]
+    x = torch.ones(2)
+    for _ in range(2):
+        out = kernel.record_plain_call(context, ("Torch", "add"), torch.add, (x, x), {"alpha": 2})
+    assert torch.equal(out, torch.full((2,), 3.0))
+    assert counters == {"Torch.add": 2} and not rest and not engine.busy and busy_seen == [True] * 6
+    os.close(fd)
+    written = (tmp_path / "journal").read_bytes().splitlines()
+    entry = {"input_args": [{"type": "torch.Tensor", "Max": 1.5}] * 2,
+             "input_kwargs": {"alpha": {"type": "int", "value": 2}}, "output": [{"type": "torch.Tensor", "Max": 1.5}]}
+    assert [json.loads(line) for line in written] == [["d", f"Torch.add.{i}.forward", entry] for i in (0, 1)]
+    assert list(lines) == ["Torch.add.0.forward", "Torch.add.1.forward"] and lines["Torch.add.1.forward"] == written[1] + b"\n"
+    assert metadata == [("s", f"Torch.add.{i}.forward", ["File a.py, line 1, in f, \n x"]) for i in (0, 1)]
+
+
+def test_record_plain_call_construct_parents_and_empty_stacks(tmp_path):
+    class Open:
+        forward = "Module.fc.Linear.forward.0"
+
+    modules = []
+    context, fd, _, _ = _context(tmp_path, modules=modules, frames=())
+    kernel.record_plain_call(context, ("Torch", "neg"), torch.neg, (torch.ones(1),), None)
+    modules.append(Open())
+    kernel.record_plain_call(context, ("Torch", "neg"), torch.neg, (torch.ones(1),), None)
+    os.close(fd)
+    assert context[8] == [("c", "Torch.neg.0.forward", None), ("c", "Torch.neg.1.forward", Open.forward)]
+
+
+def test_record_plain_call_hands_over_behind_pending_entries(tmp_path):
+    context, fd, rest, _ = _context(tmp_path, pending=[("an entry waiting for its statistics",)])
+    kernel.record_plain_call(context, ("Tensor", "mul_"), torch.Tensor.mul_, (torch.ones(3), 2.0), None)
+    os.close(fd)
+    assert (tmp_path / "journal").read_bytes() == b"" and context[8] == []
+    [(name, entry, tensors)] = rest
+    assert name == "Tensor.mul_.0.forward" and tensors == [] and entry["input_args"][1] == {"type": "float", "value": 2.0}
+
+
+def test_record_plain_call_lets_the_apis_error_through(tmp_path):
+    context, fd, rest, _ = _context(tmp_path)
+    with pytest.raises(RuntimeError):
+        kernel.record_plain_call(context, ("Tensor", "add_"), torch.Tensor.add_, (torch.ones(3), torch.ones(4)), None)
+    os.close(fd)
+    assert not context[0].busy and (tmp_path / "journal").read_bytes() == b"" and not rest
+    assert context[1] == {"Tensor.add_": 1}  # the call was counted, as api_begin counts it
+    with pytest.raises(TypeError, match="malformed context"):
+        kernel.record_plain_call(context[:2] + ([],) + context[3:], ("Torch", "neg"), torch.neg, (torch.ones(1),), None)

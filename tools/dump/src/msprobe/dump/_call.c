@@ -1,0 +1,181 @@
+/* record_plain_call: a whole API call made without autograd (an optimizer's step), recorded in one C
+ * call: what DumpEngine.api_begin, api_inputs, api_outputs and _add do for it, in that order.
+ *
+ * Included by _native.c after _walk.c and _json.c. The engine builds the context (plain_context in
+ * engine.py) only where nothing is decided per entry: every entry kept, no filter, host statistics
+ * written at once, no tensor files, and the step's journal open. Whatever this does not do itself
+ * (pending tensors, entries queued before it) goes to the context's `rest(name, entry, tensors)`.
+ */
+
+enum {
+    P_ENGINE,   /* the DumpEngine: its "busy" flag is set while the call's values are encoded */
+    P_COUNTERS, /* the engine's call counters: API name -> calls so far this step */
+    P_BASES,    /* (prefix, api) -> "prefix.api", made once per API */
+    P_WHOLE,    /* encode_args' and encode_outputs' first three arguments */
+    P_TENSOR,
+    P_SLOW,
+    P_FD,       /* journal_entry's first two: the journal's descriptor and the step's lines */
+    P_LINES,
+    P_METADATA, /* the step's stack and construct records, written in bulk by the background thread */
+    P_MODULES,  /* the engine's open module calls (mix: the API's construct parent), or None (L1) */
+    P_PENDING,  /* the engine's entries waiting for statistics: an entry may not overtake them */
+    P_CAPTURE,  /* stack.capture */
+    P_REST,     /* rest(name, entry, tensors): the engine's _add, with the stack */
+    P_SIZE
+};
+
+static PyObject *s_busy, *s_forward, *v_construct, *v_stack, *k_output;
+
+static int call_init(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
+    INTERN(s_busy, "busy") INTERN(s_forward, "forward") INTERN(v_construct, "c") INTERN(v_stack, "s")
+    INTERN(k_output, "output")
+#undef INTERN
+    return 0;
+}
+
+/* "prefix.api.N.forward", counting the call (api_begin's name) */
+static PyObject *forward_name(PyObject *const *context, PyObject *key) {
+    PyObject *base = PyDict_GetItemWithError(context[P_BASES], key);
+    if (base == NULL) {
+        if (PyErr_Occurred() || !PyTuple_Check(key) || PyTuple_GET_SIZE(key) < 2) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "record_plain_call: key must be (prefix, api)");
+            }
+            return NULL;
+        }
+        base = PyUnicode_FromFormat("%S.%S", PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1));
+        if (base == NULL || PyDict_SetItem(context[P_BASES], key, base) < 0) {
+            Py_XDECREF(base);
+            return NULL;
+        }
+        Py_DECREF(base); /* the dict holds it */
+    }
+    PyObject *counted = PyDict_GetItemWithError(context[P_COUNTERS], base);
+    Py_ssize_t index = counted == NULL ? 0 : PyLong_AsSsize_t(counted);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *next = PyLong_FromSsize_t(index + 1);
+    int failed = next == NULL || PyDict_SetItem(context[P_COUNTERS], base, next) < 0;
+    Py_XDECREF(next);
+    return failed ? NULL : PyUnicode_FromFormat("%U.%zd.forward", base, index);
+}
+
+static int append_pair(PyObject *list, PyObject *kind, PyObject *name, PyObject *value) {
+    PyObject *item = PyTuple_Pack(3, kind, name, value);
+    int failed = item == NULL || PyList_Append(list, item) < 0;
+    Py_XDECREF(item);
+    return failed ? -1 : 0;
+}
+
+/* mix: the construct record of the API under the innermost open module call */
+static int construct(PyObject *const *context, PyObject *name) {
+    PyObject *modules = context[P_MODULES];
+    if (modules == Py_None) {
+        return 0;
+    }
+    Py_ssize_t open = PyList_GET_SIZE(modules);
+    PyObject *parent = open ? PyObject_GetAttr(PyList_GET_ITEM(modules, open - 1), s_forward) : (Py_INCREF(Py_None), Py_None);
+    if (parent == NULL) {
+        return -1;
+    }
+    int failed = append_pair(context[P_METADATA], v_construct, name, parent);
+    Py_DECREF(parent);
+    return failed;
+}
+
+/* The finished entry: into the journal here, or to the engine's _add where something waits */
+static int add_entry(PyObject *const *context, PyObject *name, PyObject *entry, PyObject *tensors) {
+    if (PyList_GET_SIZE(tensors) == 0 && PyList_GET_SIZE(context[P_PENDING]) == 0) {
+        PyObject *journal[4] = {context[P_FD], context[P_LINES], name, entry};
+        PyObject *written = journal_entry(NULL, journal, 4);
+        if (written != NULL) {
+            Py_DECREF(written);
+            PyObject *frames = PyObject_CallNoArgs(context[P_CAPTURE]);
+            if (frames == NULL) {
+                return -1;
+            }
+            int filled = PyObject_IsTrue(frames);
+            int failed = filled < 0 || (filled && append_pair(context[P_METADATA], v_stack, name, frames) < 0);
+            Py_DECREF(frames);
+            return failed ? -1 : 0;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return -1;
+        }
+        PyErr_Clear(); /* refused before anything was written: the json module's path writes it */
+    }
+    PyObject *rest_args[3] = {name, entry, tensors};
+    PyObject *done = PyObject_Vectorcall(context[P_REST], rest_args, 3, NULL);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+static int set_busy(PyObject *engine, PyObject *value) {
+    return PyObject_SetAttr(engine, s_busy, value);
+}
+
+/* record_plain_call(context: tuple, key: (prefix, api), func, args: tuple, kwargs: dict or None)
+ *   -> func(*args, **kwargs), its forward entry recorded */
+static PyObject *record_plain_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE || !PyTuple_Check(args[3]) ||
+        !(args[4] == Py_None || PyDict_Check(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "record_plain_call(context, key, func, args: tuple, kwargs: dict or None)");
+        return NULL;
+    }
+    PyObject *const *context = &PyTuple_GET_ITEM(args[0], 0);
+    if (!PyDict_Check(context[P_COUNTERS]) || !PyDict_Check(context[P_BASES]) || !PyDict_Check(context[P_LINES]) ||
+        !PyList_Check(context[P_METADATA]) || !PyList_Check(context[P_PENDING]) ||
+        !(context[P_MODULES] == Py_None || PyList_Check(context[P_MODULES]))) {
+        PyErr_SetString(PyExc_TypeError, "record_plain_call: malformed context");
+        return NULL;
+    }
+    PyObject *engine = context[P_ENGINE], *kwargs = args[4];
+    PyObject *name = forward_name(context, args[1]);
+    if (name == NULL) {
+        return NULL;
+    }
+    PyObject *tensors = PyList_New(0), *entry = NULL, *output = NULL, *encoded = NULL;
+    if (tensors == NULL || set_busy(engine, Py_True) < 0) {
+        goto fail;
+    }
+    PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args[3], kwargs, tensors};
+    entry = encode_args(NULL, walk_in, 6);
+    if (set_busy(engine, Py_False) < 0 || entry == NULL) {
+        goto fail;
+    }
+    output = PyObject_Call(args[2], args[3], kwargs != Py_None && PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
+    if (output == NULL || set_busy(engine, Py_True) < 0) {
+        goto fail;
+    }
+    PyObject *walk_out[5] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], output, tensors};
+    encoded = encode_outputs(NULL, walk_out, 5);
+    if (encoded == NULL || PyDict_SetItem(entry, k_output, encoded) < 0 || construct(context, name) < 0 ||
+        add_entry(context, name, entry, tensors) < 0) {
+        goto fail;
+    }
+    if (set_busy(engine, Py_False) < 0) {
+        goto fail;
+    }
+    Py_DECREF(name);
+    Py_DECREF(tensors);
+    Py_DECREF(entry);
+    Py_DECREF(encoded);
+    return output;
+fail:
+    if (PyErr_Occurred()) { /* busy off again without losing the error */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (set_busy(engine, Py_False) < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(type, value, traceback);
+    }
+    Py_DECREF(name);
+    Py_XDECREF(tensors);
+    Py_XDECREF(entry);
+    Py_XDECREF(output);
+    Py_XDECREF(encoded);
+    return NULL;
+}
