@@ -66,7 +66,7 @@ def test_torch_record_shares_the_statistics_cache_with_the_python_path():
     made = adapter.record_maker("normal", False)
     x = torch.randn(5, 5)
     first = made(x)
-    assert len(adapter._stat_cache) == 1
+    assert len(adapter._stat_cache) == 2  # x's contents, and x itself (test_torch_record_knows_tensor_objects)
     # the Python path finds what the C path stored (the same dict, the same key) ...
     assert adapter.tensor_stats(x.view(25), "normal", False)["Max"] == first["Max"]
     y = torch.randn(5, 5)  # ... and the C path serves what the Python path stored
@@ -77,6 +77,32 @@ def test_torch_record_shares_the_statistics_cache_with_the_python_path():
     assert made(y.view(25))["Max"] == 123.0  # a view of the same contents: the same key
     x.add_(1)  # a write changes the version: a new key, new statistics
     assert made(x)["Max"] == pytest.approx(first["Max"] + 1)
+
+
+def test_torch_record_knows_tensor_objects():
+    adapter = TorchAdapter()
+    made = adapter.record_maker("normal", False)
+    entries = adapter._stat_cache.entries
+    x = torch.randn(4, 4)
+    first = made(x)
+    entries[id(x)][4]["Max"] = 123.0  # marked: what comes back for the same object is the kept record
+    again = made(x)
+    assert again["Max"] == 123.0 and again is not first and again is not entries[id(x)][4]
+    again["data_name"] = "x.pt"  # a caller adds to its record (tensor files): the kept one is a copy
+    assert "data_name" not in made(x)
+    x.requires_grad_()
+    assert made(x)["requires_grad"] is True and made(x)["Max"] == 123.0  # read again every time
+    with torch.no_grad():
+        x.mul_(2)  # a write: a new version, statistics computed again
+    assert made(x)["Max"] == pytest.approx(2 * first["Max"])
+    y = torch.randn(4, 4)
+    made(y)
+    entries[id(y)][4]["Max"] = 123.0
+    y.data = torch.randn(3, 8)  # other contents in another shape, at the same version: not the kept record
+    assert y._version == 0 and made(y)["shape"] == [3, 8] and made(y)["Max"] == pytest.approx(float(y.max()))
+    del x
+    z = torch.randn(4, 4)  # a new object may take a dead one's id: the weak reference tells them apart
+    assert made(z)["Max"] == pytest.approx(float(z.max()))
 
 
 def test_torch_record_cache_is_bounded():

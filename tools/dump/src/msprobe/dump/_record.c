@@ -7,7 +7,11 @@
  * that is not a final dict) and msprobe/pytorch/stats.py makes that record instead.
  *
  * The statistics cache is the dict of msprobe/pytorch/content_cache.py, with its keys and values:
- * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict).
+ * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict). This adds
+ * records by tensor object: id(tensor) (an int key, which the content keys never equal) -> (weakref to
+ * the tensor, version, shape, dtype, record). The same object at the same version, shape and dtype has
+ * the same record but for requires_grad, read again: one API's output is the next one's input (an
+ * optimizer's chain of in-place updates), and probing the layout again costs 4 method calls.
  */
 
 static PyObject *s_stride, *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_contiguous, *s_is_neg, *s_numel, *s_base,
@@ -218,7 +222,8 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
 
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
-static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args) {
+static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args,
+                                   PyObject **version_out) {
     PyObject *entries = args[0];
     Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
     int md5 = PyObject_IsTrue(args[5]);
@@ -284,13 +289,63 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
         }
     }
 done:
-    Py_DECREF(version);
+    if (stats != NULL && stats != Py_None) {
+        *version_out = version; /* the caller's reference */
+    } else {
+        Py_DECREF(version);
+    }
     Py_XDECREF(numel);
     Py_XDECREF(base);
     Py_XDECREF(offset);
     Py_XDECREF(id);
     Py_XDECREF(key);
     return stats;
+}
+
+/* The record kept for this tensor object when it is still at `version`... (a new copy), else NULL
+ * without error. `known`: the entry under id(tensor), borrowed. */
+static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype) {
+    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 5 ||
+        weak_target(PyTuple_GET_ITEM(known, 0)) != tensor || PyTuple_GET_ITEM(known, 3) != dtype) {
+        return NULL;
+    }
+    PyObject *version = PyObject_GetAttr(tensor, s_version), *shape = NULL, *record = NULL;
+    int same = version == NULL ? -1 : PyObject_RichCompareBool(version, PyTuple_GET_ITEM(known, 1), Py_EQ);
+    if (same > 0) {
+        shape = PyObject_GetAttr(tensor, s_shape);
+        same = shape == NULL ? -1 : PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(known, 2), Py_EQ);
+    }
+    PyObject *grad = same > 0 ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
+    if (grad != NULL) {
+        record = PyDict_Copy(PyTuple_GET_ITEM(known, 4));
+        if (record != NULL && PyDict_SetItem(record, k_requires_grad, grad) < 0) {
+            Py_CLEAR(record);
+        }
+    }
+    Py_XDECREF(version);
+    Py_XDECREF(shape);
+    Py_XDECREF(grad);
+    if (record == NULL) {
+        PyErr_Clear(); /* the full path reads the tensor again and reports what fails */
+    }
+    return record;
+}
+
+/* Keep `record` under id(tensor) (a copy: callers may add to theirs) */
+static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *shape,
+                       PyObject *dtype, PyObject *record, Py_ssize_t limit) {
+    if (PyDict_GET_SIZE(entries) >= limit) {
+        PyDict_Clear(entries);
+    }
+    PyObject *ref = PyWeakref_NewRef(tensor, NULL), *copy = PyDict_Copy(record), *value = NULL;
+    if (ref != NULL && copy != NULL) {
+        value = PyTuple_Pack(5, ref, version, shape, dtype, copy);
+    }
+    int failed = value == NULL || PyDict_SetItem(entries, id, value) < 0;
+    Py_XDECREF(ref);
+    Py_XDECREF(copy);
+    Py_XDECREF(value);
+    return failed ? -1 : 0;
 }
 
 /* torch_record(entries, dtypes, limit, max_numel, strided, md5, tensor) -> record or None.
@@ -318,13 +373,27 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         return NULL;
     }
-    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args);
-    Py_DECREF(dtype);
+    PyObject *id = PyLong_FromVoidPtr(tensor);
+    if (id == NULL) {
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    PyObject *known = PyDict_GetItemWithError(args[0], id);
+    PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype);
+    if (record != NULL || PyErr_Occurred()) {
+        Py_DECREF(id);
+        Py_DECREF(dtype);
+        return record;
+    }
+    PyObject *version = NULL;
+    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version);
     if (stats == NULL || stats == Py_None) {
+        Py_DECREF(id);
+        Py_DECREF(dtype);
         return stats;
     }
     PyObject *shape = PyObject_GetAttr(tensor, s_shape), *grad = PyObject_GetAttr(tensor, s_requires_grad);
-    PyObject *dims = shape == NULL ? NULL : PySequence_List(shape), *record = NULL;
+    PyObject *dims = shape == NULL ? NULL : PySequence_List(shape);
     if (dims != NULL && grad != NULL) {
         record = Py_BuildValue("{OOOOOOOOOOOOOOOO}", k_type, v_tensor_type, k_dtype, PyTuple_GET_ITEM(info, 0),
                                k_shape, dims, k_max, PyDict_GetItem(stats, k_max), k_min, PyDict_GetItem(stats, k_min),
@@ -334,10 +403,17 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (md5 != NULL && PyDict_SetItem(record, k_md5, md5) < 0) {
             Py_CLEAR(record);
         }
+        Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
+        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, shape, dtype, record, limit) < 0)) {
+            Py_CLEAR(record);
+        }
     }
     Py_XDECREF(shape);
     Py_XDECREF(grad);
     Py_XDECREF(dims);
     Py_DECREF(stats);
+    Py_DECREF(version);
+    Py_DECREF(id);
+    Py_DECREF(dtype);
     return record;
 }
