@@ -85,9 +85,9 @@ def test_torch_record_knows_tensor_objects():
     entries = adapter._stat_cache.entries
     x = torch.randn(4, 4)
     first = made(x)
-    entries[id(x)][4]["Max"] = 123.0  # marked: what comes back for the same object is the kept record
+    entries[id(x)][3]["Max"] = 123.0  # marked: what comes back for the same object is the kept record
     again = made(x)
-    assert again["Max"] == 123.0 and again is not first and again is not entries[id(x)][4]
+    assert again["Max"] == 123.0 and again is not first and again is not entries[id(x)][3]
     again["data_name"] = "x.pt"  # a caller adds to its record (tensor files): the kept one is a copy
     assert "data_name" not in made(x)
     x.requires_grad_()
@@ -97,7 +97,7 @@ def test_torch_record_knows_tensor_objects():
     assert made(x)["Max"] == pytest.approx(2 * first["Max"])
     y = torch.randn(4, 4)
     made(y)
-    entries[id(y)][4]["Max"] = 123.0
+    entries[id(y)][3]["Max"] = 123.0
     y.data = torch.randn(3, 8)  # other contents in another shape, at the same version: not the kept record
     assert y._version == 0 and made(y)["shape"] == [3, 8] and made(y)["Max"] == pytest.approx(float(y.max()))
     del x

@@ -9,7 +9,7 @@
  * The statistics cache is the dict of msprobe/pytorch/content_cache.py, with its keys and values:
  * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict). This adds
  * records by tensor object: id(tensor) (an int key, which the content keys never equal) -> (weakref to
- * the tensor, version, shape, dtype, record). The same object at the same version, shape and dtype has
+ * the tensor, version, dtype, record). The same object at the same version, shape and dtype has
  * the same record but for requires_grad, read again: one API's output is the next one's input (an
  * optimizer's chain of in-place updates), and probing the layout again costs 4 method calls.
  */
@@ -64,6 +64,16 @@ static PyObject *weak_target(PyObject *ref) {
 #else
     return PyWeakref_GetObject(ref);
 #endif
+}
+
+/* Out of the cycle collector's sight: an object of the caches that holds no reference a cycle could run
+ * through (weak references without callback, numbers, strings, dtypes, dicts and lists of those). A
+ * dumped step keeps ~2,000 of them; tracked, they made the young generation's collections several
+ * times longer. */
+static void untrack(PyObject *object) {
+    if (object != NULL && PyObject_GC_IsTracked(object)) {
+        PyObject_GC_UnTrack(object);
+    }
 }
 
 #define MAX_DIMS 16
@@ -214,6 +224,9 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
         return -1;
     }
     PyObject *value = PyTuple_Pack(2, ref, stats);
+    untrack(ref);
+    untrack(value);
+    untrack(key);
     Py_DECREF(ref);
     int failed = value == NULL || PyDict_SetItem(entries, key, value) < 0;
     Py_XDECREF(value);
@@ -302,22 +315,38 @@ done:
     return stats;
 }
 
-/* The record kept for this tensor object when it is still at `version`... (a new copy), else NULL
- * without error. `known`: the entry under id(tensor), borrowed. */
+/* 1 when `shape` (a torch.Size) holds the ints of `dims` (a record's list), 0 when not, -1 on error */
+static int same_dims(PyObject *shape, PyObject *dims) {
+    PyObject *items = PySequence_Fast(shape, "shape");
+    if (items == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    int same = dims != NULL && PyList_Check(dims) && PyList_GET_SIZE(dims) == n;
+    for (Py_ssize_t i = 0; same > 0 && i < n; i++) {
+        same = PyObject_RichCompareBool(PySequence_Fast_GET_ITEM(items, i), PyList_GET_ITEM(dims, i), Py_EQ);
+    }
+    Py_DECREF(items);
+    return same;
+}
+
+/* The record kept for this tensor object when it is still at that version, shape and dtype (a new
+ * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. */
 static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype) {
-    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 5 ||
-        weak_target(PyTuple_GET_ITEM(known, 0)) != tensor || PyTuple_GET_ITEM(known, 3) != dtype) {
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4 ||
+        weak_target(PyTuple_GET_ITEM(known, 0)) != tensor || PyTuple_GET_ITEM(known, 2) != dtype) {
         return NULL;
     }
+    PyObject *kept = PyTuple_GET_ITEM(known, 3);
     PyObject *version = PyObject_GetAttr(tensor, s_version), *shape = NULL, *record = NULL;
     int same = version == NULL ? -1 : PyObject_RichCompareBool(version, PyTuple_GET_ITEM(known, 1), Py_EQ);
     if (same > 0) {
         shape = PyObject_GetAttr(tensor, s_shape);
-        same = shape == NULL ? -1 : PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(known, 2), Py_EQ);
+        same = shape == NULL ? -1 : same_dims(shape, PyDict_GetItem(kept, k_shape));
     }
     PyObject *grad = same > 0 ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
     if (grad != NULL) {
-        record = PyDict_Copy(PyTuple_GET_ITEM(known, 4));
+        record = PyDict_Copy(kept);
         if (record != NULL && PyDict_SetItem(record, k_requires_grad, grad) < 0) {
             Py_CLEAR(record);
         }
@@ -332,14 +361,18 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
 }
 
 /* Keep `record` under id(tensor) (a copy: callers may add to theirs) */
-static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *shape,
-                       PyObject *dtype, PyObject *record, Py_ssize_t limit) {
+static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *dtype,
+                       PyObject *record, Py_ssize_t limit) {
     if (PyDict_GET_SIZE(entries) >= limit) {
         PyDict_Clear(entries);
     }
     PyObject *ref = PyWeakref_NewRef(tensor, NULL), *copy = PyDict_Copy(record), *value = NULL;
     if (ref != NULL && copy != NULL) {
-        value = PyTuple_Pack(5, ref, version, shape, dtype, copy);
+        value = PyTuple_Pack(4, ref, version, dtype, copy);
+        untrack(ref);
+        untrack(copy);
+        untrack(PyDict_GetItem(copy, k_shape));
+        untrack(value);
     }
     int failed = value == NULL || PyDict_SetItem(entries, id, value) < 0;
     Py_XDECREF(ref);
@@ -404,7 +437,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_CLEAR(record);
         }
         Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, shape, dtype, record, limit) < 0)) {
+        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit) < 0)) {
             Py_CLEAR(record);
         }
     }
