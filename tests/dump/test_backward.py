@@ -76,6 +76,34 @@ def test_a_tensor_used_twice_gets_each_calls_own_gradient(dump_dir):
     _check(data["Torch.exp.0.backward"]["output"][0], torch.exp(x), "exp")
 
 
+def test_outputs_used_twice_written_in_place_or_returned_as_given(dump_dir):
+    """An op's own output is hooked without a gate: its gradient is the sum over its uses, and the one of
+    the value it had when made (a later in-place write does not change it); an op that returns its
+    argument (contiguous() of a contiguous tensor) has that argument's gate, not the caller's gradient."""
+    x = torch.randn(5, requires_grad=True)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start()
+    t = torch.tanh(x)
+    same = t.contiguous()  # returns its argument (the gate's view of t)
+    u = t * 3 + torch.sin(t)
+    u.mul_(2)  # written in place after the op made it
+    (u * same).sum().backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir)
+    with torch.no_grad():
+        t0, u0 = torch.tanh(x), torch.tanh(x) * 3 + torch.sin(torch.tanh(x))
+        grad_u = 2 * t0  # d/du of (2u * t) with t held
+        grad_same = 2 * u0
+        grad_t = grad_u * (3 + torch.cos(t0)) + grad_same
+    _check(data["Torch.tanh.0.backward"]["input"][0], grad_t, "tanh output")
+    _check(data["Torch.tanh.0.backward"]["output"][0], grad_t * (1 - t0 ** 2), "tanh argument")
+    _check(data["Tensor.contiguous.0.backward"]["input"][0], grad_same, "contiguous output")
+    _check(data["Tensor.contiguous.0.backward"]["output"][0], grad_same, "contiguous argument")
+    _check(data["Tensor.add.0.backward"]["input"][0], grad_u, "add output, before mul_")
+
+
 def test_module_backward_and_parameter_gradients(dump_dir):
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))

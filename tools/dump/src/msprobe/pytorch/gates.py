@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -55,7 +55,7 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
         if value.requires_grad and value.layout == torch.strided:
             view = value.view_as(value)
             engine.adapter.alias(view, value)
-            _hook_new_view(view, _gradient_hook(engine, call, side, path))
+            _hook_new_tensor(view, _gradient_hook(engine, call, side, path))
             count[0] += 1
             return view
         return value
@@ -65,15 +65,16 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
     return value
 
 
-def _hook_new_view(view: torch.Tensor, hook) -> None:
-    """``view.register_hook(hook)`` for a view made just now: what register_hook does, less its handle
-    object (nobody removes these hooks: the view dies with the step's graph) and its per-call import."""
-    grad_fn = view.grad_fn
-    if grad_fn is None or view._backward_hooks is not None:
-        view.register_hook(hook)
+def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
+    """``tensor.register_hook(hook)`` for a tensor an op made just now (a gate's view, a call's output):
+    what register_hook does, less its handle object (nobody removes these hooks: the tensor dies with the
+    step's graph, or outlives it with a hook that ignores other steps) and its per-call import."""
+    grad_fn = tensor.grad_fn
+    if grad_fn is None or tensor._backward_hooks is not None:
+        tensor.register_hook(hook)
         return
-    hooks = view._backward_hooks = OrderedDict()
-    grad_fn._register_hook_dict(view)
+    hooks = tensor._backward_hooks = OrderedDict()
+    grad_fn._register_hook_dict(tensor)
     hooks[0] = hook
 
 
@@ -81,23 +82,48 @@ def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) ->
     """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
     count_in = [0]
     gated = [gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
-    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated))
+    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated), (args, gated))
     if count_in[0] or hooked_out:
         engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
     return new
 
 
-def gate_outputs(engine: Any, call: Any, output: Any) -> Tuple[Any, int, int]:
-    """Hook the gradient w.r.t. each output (the backward ``input``): (gated output, outputs, hooked)."""
+def gate_outputs(engine: Any, call: Any, output: Any,
+                 inputs: Optional[Sequence[Sequence[Any]]] = None) -> Tuple[Any, int, int]:
+    """Hook the gradient w.r.t. each output (the backward ``input``): (gated output, outputs, hooked).
+    ``inputs``: an op's arguments (as given, and gated), which an output may be (``contiguous()``);
+    None for a module, whose Python may return any tensor (one it made earlier): every output a gate."""
     count = [0]
     engine.busy = True
     try:
         if isinstance(output, (list, tuple)):
-            items = [gate(engine, call, "input", o, (i,), count) for i, o in enumerate(output)]
+            items = [_gate_output(engine, call, o, (i,), count, inputs) for i, o in enumerate(output)]
             return _rebuild(output, items), len(output), count[0]
-        return gate(engine, call, "input", output, (0,), count), 1, count[0]
+        return _gate_output(engine, call, output, (0,), count, inputs), 1, count[0]
     finally:
         engine.busy = False
+
+
+def _gate_output(engine: Any, call: Any, value: Any, path: Tuple[int, ...], count: List[int],
+                 inputs: Optional[Sequence[Sequence[Any]]]) -> Any:
+    """A tensor an op made is hooked itself: no gate's view (and its backward node) is needed, for its
+    gradient is the gradient w.r.t. this output (a hook added before a later in-place write still gets
+    the gradient w.r.t. the value it has here). An output that is an argument gets a gate."""
+    if inputs is not None and type(value) is torch.Tensor and value.grad_fn is not None \
+            and value.layout == torch.strided and not _among(value, inputs):
+        _hook_new_tensor(value, _gradient_hook(engine, call, "input", path))
+        count[0] += 1
+        return value
+    return gate(engine, call, "input", value, path, count)
+
+
+def _among(tensor: Any, inputs: Sequence[Sequence[Any]]) -> bool:
+    """``tensor`` is one of the values (or of their list items)."""
+    for values in inputs:
+        for value in values:
+            if value is tensor or (isinstance(value, (list, tuple)) and any(v is tensor for v in value)):
+                return True
+    return False
 
 
 def _rebuild(value: Any, items: list) -> Any:
