@@ -127,6 +127,46 @@ def test_module_backward_and_parameter_gradients(dump_dir):
     assert json.loads((dump_dir / "step0" / "rank" / "construct.json").read_text())["Module.2.Linear.backward.0"] is None
 
 
+class _Returns(nn.Module):
+    """Returns a tensor made before it ran (after using its argument), or its argument itself."""
+
+    def __init__(self, kept=None) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def forward(self, x):
+        if self.kept is None:
+            return x
+        self.seen = x * 2
+        return self.kept
+
+
+def test_module_outputs_made_before_it_ran_or_written_in_place_later(dump_dir):
+    """A module's own outputs are hooked themselves; one it did not make (its argument, a tensor made
+    before it ran and used elsewhere too) gets a gate, so its gradient is the one through this module."""
+    torch.manual_seed(2)
+    x = torch.randn(3, 4, requires_grad=True)  # 2-D: Linear's output is not a view (a view written in
+    kept = torch.sin(x)  # place loses its hooks in torch, and its gradient before the write with them)
+    model = nn.ModuleDict({"lin": nn.Linear(4, 4), "same": _Returns(), "old": _Returns(kept)})
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    debugger.start(model)
+    y = model["lin"](x)
+    y.mul_(2)  # written in place after the module made it
+    same = model["same"](y)
+    old = model["old"](y)
+    (same * 5 + old * 3 + kept + model["old"].seen).sum().backward()
+    debugger.stop()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir)
+    ones = torch.ones(3, 4)
+    _check(data["Module.old._Returns.backward.0"]["input"][0], 3 * ones, "through the module only, not kept's 4")
+    _check(data["Module.same._Returns.backward.0"]["input"][0], 5 * ones, "its argument's gate")
+    _check(data["Module.lin.Linear.backward.0"]["input"][0], 2 * (5 + 2) * ones, "before mul_")
+    (gx,) = torch.autograd.grad(model["lin"](x), (x,), 14 * ones)
+    _check(data["Module.lin.Linear.backward.0"]["output"][0], gx, "Linear's argument")
+
+
 def test_stop_before_backward_then_step_records_backward(dump_dir):
     x = torch.randn(3, requires_grad=True)
     debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -49,14 +49,16 @@ def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, .
     return functools.partial(_record_gradient, engine, call, side, path)
 
 
-def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[int]) -> Any:
-    """An identity view of each differentiable tensor, hooked so its gradient belongs to this call only."""
+def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[Any]) -> Any:
+    """An identity view of each differentiable tensor, hooked so its gradient belongs to this call only.
+    ``count``: [views made, the last one]."""
     if isinstance(value, torch.Tensor):
         if value.requires_grad and value.layout == torch.strided:
             view = value.view_as(value)
             engine.adapter.alias(view, value)
             _hook_new_tensor(view, _gradient_hook(engine, call, side, path))
             count[0] += 1
+            count[1] = view
             return view
         return value
     if isinstance(value, (list, tuple)) and len(path) < 2 and any(isinstance(v, torch.Tensor) for v in value):
@@ -80,50 +82,62 @@ def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
 
 def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) -> Any:
     """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
-    count_in = [0]
+    count_in = [0, None]
     gated = [gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
-    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated), (args, gated))
+    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated),
+                                              functools.partial(_not_among, (args, gated)))
     if count_in[0] or hooked_out:
         engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
     return new
 
 
 def gate_outputs(engine: Any, call: Any, output: Any,
-                 inputs: Optional[Sequence[Sequence[Any]]] = None) -> Tuple[Any, int, int]:
+                 made_by_call: Optional[Callable[[torch.Tensor], bool]] = None) -> Tuple[Any, int, int]:
     """Hook the gradient w.r.t. each output (the backward ``input``): (gated output, outputs, hooked).
-    ``inputs``: an op's arguments (as given, and gated), which an output may be (``contiguous()``);
-    None for a module, whose Python may return any tensor (one it made earlier): every output a gate."""
-    count = [0]
+    ``made_by_call(tensor)``: whether the call made that output (an op's output may be its argument:
+    ``contiguous()``; a module may return a tensor made before it ran); None: not known, every output
+    gets a gate."""
+    count = [0, None]
     engine.busy = True
     try:
         if isinstance(output, (list, tuple)):
-            items = [_gate_output(engine, call, o, (i,), count, inputs) for i, o in enumerate(output)]
+            items = [_gate_output(engine, call, o, (i,), count, made_by_call) for i, o in enumerate(output)]
             return _rebuild(output, items), len(output), count[0]
-        return _gate_output(engine, call, output, (0,), count, inputs), 1, count[0]
+        return _gate_output(engine, call, output, (0,), count, made_by_call), 1, count[0]
     finally:
         engine.busy = False
 
 
-def _gate_output(engine: Any, call: Any, value: Any, path: Tuple[int, ...], count: List[int],
-                 inputs: Optional[Sequence[Sequence[Any]]]) -> Any:
-    """A tensor an op made is hooked itself: no gate's view (and its backward node) is needed, for its
-    gradient is the gradient w.r.t. this output (a hook added before a later in-place write still gets
-    the gradient w.r.t. the value it has here). An output that is an argument gets a gate."""
-    if inputs is not None and type(value) is torch.Tensor and value.grad_fn is not None \
-            and value.layout == torch.strided and not _among(value, inputs):
+def _gate_output(engine: Any, call: Any, value: Any, path: Tuple[int, ...], count: List[Any],
+                 made_by_call: Optional[Callable[[torch.Tensor], bool]]) -> Any:
+    """An output the call made is hooked itself: no gate's view (and its backward node) is needed, for
+    its gradient is the gradient w.r.t. this output (a hook added before a later in-place write still
+    gets the gradient w.r.t. the value it has here). Any other output gets a gate."""
+    if made_by_call is not None and type(value) is torch.Tensor and value.grad_fn is not None \
+            and value.layout == torch.strided and made_by_call(value):
         _hook_new_tensor(value, _gradient_hook(engine, call, "input", path))
         count[0] += 1
         return value
     return gate(engine, call, "input", value, path, count)
 
 
-def _among(tensor: Any, inputs: Sequence[Sequence[Any]]) -> bool:
-    """``tensor`` is one of the values (or of their list items)."""
+def _not_among(inputs: Sequence[Sequence[Any]], tensor: Any) -> bool:
+    """``tensor`` is none of the values (nor of their list items): what an op returns is then new."""
     for values in inputs:
         for value in values:
             if value is tensor or (isinstance(value, (list, tuple)) and any(v is tensor for v in value)):
-                return True
-    return False
+                return False
+    return True
+
+
+def made_after(view: Optional[torch.Tensor]) -> Optional[Callable[[torch.Tensor], bool]]:
+    """Whether a tensor's grad_fn was made after ``view``'s (a module's last input gate): autograd numbers
+    the nodes of a thread in order, so an output whose node is newer was made while the module ran.
+    None without such a view (a module without differentiable arguments)."""
+    if view is None or view.grad_fn is None:
+        return None
+    mark = view.grad_fn._sequence_nr()
+    return lambda tensor: tensor.grad_fn._sequence_nr() > mark
 
 
 def _rebuild(value: Any, items: list) -> Any:

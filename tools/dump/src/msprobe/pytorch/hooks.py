@@ -15,7 +15,7 @@ from msprobe.dump import native
 from msprobe.dump.engine import Call, DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate, gate_call, gate_outputs, outside_mode
+from .gates import gate, gate_call, gate_outputs, made_after, outside_mode
 from .hook_dicts import HookDicts
 from .nested import NestedRunner
 
@@ -189,13 +189,13 @@ class Hooks:
             cached[1].clear()  # a window that ended inside a forward call leaves its call behind
             return cached[2:]
         class_name = type(module).__name__
-        calls: List[Call] = []
+        calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]] = []
         owner = (self.engine.adapter.module_prefix, full, class_name)
         made = (full, calls, self._pre_hook(full, class_name, calls), self._post_hook(calls), owner, {})
         self._made[module] = made
         return made[2:]
 
-    def _pre_hook(self, path: str, class_name: str, calls: List[Call]):
+    def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
         engine = self.engine
 
         @outside_mode
@@ -208,33 +208,34 @@ class Hooks:
                 call = engine.module_begin(path, class_name, args, kwargs)
             finally:
                 set_grad(grad_mode)
-            calls.append(call)
+            calls.append((call, None))  # (the call, its last input gate)
             if call is None or not (call.want_backward and grad_mode):
                 return None
             engine.busy = True
             try:
-                count = [0]
+                count = [0, None]
                 gated = tuple(gate(engine, call, "output", a, (i,), count) for i, a in enumerate(args))
             finally:
                 engine.busy = False
+            calls[-1] = (call, count[1])  # what the module makes, it makes after this gate
             call.n_args = len(args)
             call.expect_in = count[0]
             return gated, kwargs
         return pre
 
-    def _post_hook(self, calls: List[Call]):
+    def _post_hook(self, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
         engine = self.engine
 
         @outside_mode
         def post(mod, args, kwargs, output):
             if not calls:
                 return None
-            call = calls.pop()
+            call, last_gate = calls.pop()
             if call is None:
                 return None
             new_output = None
             if call.want_backward and torch.is_grad_enabled():
-                new_output, n_out, hooked_out = gate_outputs(engine, call, output)
+                new_output, n_out, hooked_out = gate_outputs(engine, call, output, made_after(last_gate))
                 if call.expect_in or hooked_out:
                     engine.backward_expect(call, n_out, call.n_args, hooked_out, call.expect_in)
             params = dict(mod.named_parameters(recurse=False)) if call.want_forward else None
