@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from msprobe.schema import (SchemaError, find_rank_dirs, load_config, load_construct, load_dump, load_stack)
+from msprobe.schema import (RankWriter, SchemaError, find_rank_dirs, load_config, load_construct, load_dump,
+                            load_stack)
+from msprobe.schema.journal import AHEAD_NAME
 
 # Upstream's deliberately broken inputs (no `data`, entries that are not objects, a step inside a step).
 MALFORMED_DUMPS = {
@@ -82,6 +84,22 @@ def test_malformed_tree_is_reported(peer_fixtures):
         find_rank_dirs(peer_fixtures / "test/msprobe_test/visualization_ut/input")
     ranks = find_rank_dirs(peer_fixtures / "test/msprobe_test/visualization_ut/input_format_correct")
     assert [(r.step, r.rank) for r in ranks] == [(0, 0), (0, 1), (1, 0), (2, 0)]
+
+
+def test_steps_that_recorded_nothing_are_passed_over(tmp_path):
+    """A rank directory holding only a journal opened ahead (or nothing at all) was never recorded; any
+    other rank directory without dump.json is an error, as before."""
+    recorded = tmp_path / "step0" / "rank"
+    RankWriter(recorded, {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None})
+    (tmp_path / "step1" / "rank" / "dump_tensor_data").mkdir(parents=True)
+    (tmp_path / "step1" / "rank" / AHEAD_NAME).write_text('["h", {}]\n')
+    (tmp_path / "step2" / "rank").mkdir(parents=True)
+    assert [r.step for r in find_rank_dirs(tmp_path)] == [0]
+    with pytest.raises(SchemaError, match="this step recorded nothing"):
+        find_rank_dirs(tmp_path / "step1")
+    (tmp_path / "step2" / "rank" / "notes.txt").write_text("not a dump")
+    with pytest.raises(SchemaError, match="dump.json: missing"):
+        find_rank_dirs(tmp_path)
 
 
 def test_shared_imports_no_framework():

@@ -31,6 +31,10 @@ from .errors import PathLike, SchemaError
 from .jsonio import compact_dumps, write_json_atomic
 
 JOURNAL_NAME = "dump.journal"
+AHEAD_NAME = ".dump.journal.ahead"
+"""A journal opened before its step recorded anything (the dump opens the next step's on a background
+thread); renamed to ``JOURNAL_NAME`` with its first entry. A rank directory holding nothing else was
+never recorded: readers pass it over."""
 JOURNAL_MAGIC = b"msprobe journal 2\n"
 DUMP_NAME, STACK_NAME, CONSTRUCT_NAME = "dump.json", "stack.json", "construct.json"
 
@@ -51,10 +55,11 @@ class RankWriter:
     """Records as pickles after ``JOURNAL_MAGIC``; False: as JSON lines (:func:`json_record`), what a
     writer that encodes its entries as JSON anyway (the dump engine's) uses."""
 
-    def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True) -> None:
+    def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True,
+                 journal_name: str = JOURNAL_NAME) -> None:
         self.rank_dir = Path(rank_dir)
         self.rank_dir.mkdir(parents=True, exist_ok=True)
-        self.journal_path = self.rank_dir / JOURNAL_NAME
+        self.journal_path = self.rank_dir / journal_name
         self._lock = threading.Lock()
         self._autoflush = autoflush
         self._handle = open(self.journal_path, "ab")

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 from .construct import load_construct, load_stack
 from .dump import DumpFile, load_dump
 from .errors import PathLike, SchemaError
-from .journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, RankFiles, read_journal
+from .journal import AHEAD_NAME, CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, RankFiles, read_journal
 
 TENSOR_DIR = "dump_tensor_data"
 _STEP_RE = re.compile(r"^step(\d+)$")
@@ -88,6 +88,16 @@ def _is_rank_content(path: Path) -> bool:
     return (path / DUMP_NAME).is_file() or (path / JOURNAL_NAME).is_file()
 
 
+def _never_recorded(path: Path) -> bool:
+    """A rank directory the dump made for a step that recorded nothing: empty, or an unused journal
+    opened ahead (``AHEAD_NAME``) and an empty tensor directory."""
+    for child in path.iterdir():
+        if child.name == AHEAD_NAME or (child.name == TENSOR_DIR and child.is_dir() and not any(child.iterdir())):
+            continue
+        return False
+    return True
+
+
 def _rank_of(path: Path, step: Optional[int]) -> RankDir:
     parsed = parse_rank_dir(path.name) or {"rank": None, "proc": None}
     return RankDir(path=path, step=step, rank=parsed["rank"], proc=parsed["proc"])
@@ -114,7 +124,9 @@ def find_rank_dirs(path: PathLike) -> List[RankDir]:
         raise SchemaError(path, None, "no dump found: expected dump.json, rank*/ or step*/ directories")
     found: List[RankDir] = []
     for step, step_dir in steps:
-        found.extend(_ranks_of_step(step_dir, step))
+        found.extend(_ranks_of_step(step_dir, step, skip_unrecorded=True))
+    if not found:
+        raise SchemaError(path, None, "no dump found: the step directories hold no recorded rank")
     return found
 
 
@@ -122,19 +134,25 @@ def _child_ranks(path: Path) -> List[Path]:
     return [c for c in path.iterdir() if c.is_dir() and parse_rank_dir(c.name) is not None]
 
 
-def _ranks_of_step(step_dir: Path, step: Optional[int]) -> List[RankDir]:
+def _ranks_of_step(step_dir: Path, step: Optional[int], skip_unrecorded: bool = False) -> List[RankDir]:
+    """The recorded rank directories of a step; ``skip_unrecorded``: a step none of whose ranks recorded
+    anything (opened ahead of a step that never came) has none, instead of being an error."""
     stray = [c.name for c in step_dir.iterdir() if c.is_dir() and parse_step_dir(c.name) is not None]
     if stray:
         raise SchemaError(step_dir / stray[0], None, "a step directory inside a step directory; "
                           "expected rank directories (rank, rank<R>, proc<pid>)")
     ranks = _child_ranks(step_dir)
-    if not ranks:
+    if not ranks and not (skip_unrecorded and not any(step_dir.iterdir())):
         raise SchemaError(step_dir, None, "expected rank directories (rank, rank<R>, proc<pid>)")
     out = []
     for rank_path in ranks:
         if not _is_rank_content(rank_path):
+            if _never_recorded(rank_path):
+                continue
             raise SchemaError(rank_path / DUMP_NAME, None, "missing")
         out.append(_rank_of(rank_path, step))
+    if not out and not skip_unrecorded:
+        raise SchemaError(step_dir, None, "no recorded rank directory (this step recorded nothing)")
     return sorted(out, key=lambda r: (r.rank if r.rank is not None else -1, r.proc or 0))
 
 

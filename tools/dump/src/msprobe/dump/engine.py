@@ -82,6 +82,14 @@ class DumpEngine:
     def next_step(self) -> None:
         """step(): complete this step's files and move on."""
         self.recording = False
+        upcoming = self.step + 1
+        if self._keeps_all and self.output.writing() and self.config.wants_step(upcoming) \
+                and self.config.wants_rank(self.adapter.rank()):
+            # it will write, as this one did: its directory is opened on the background thread, before
+            # this step's files are finished there (ahead.py)
+            self.output.open_ahead(self._rank_dir_of(upcoming))
+        else:
+            self.output.drop_ahead()
         self.flush(final=True)
         self.task.on_step_end(self.step)
         self.step += 1
@@ -96,13 +104,17 @@ class DumpEngine:
         """Process exit: make whatever was recorded final."""
         try:
             self.flush(final=True)
+            self.output.drop_ahead()
             self.wait()
         except Exception:  # interpreter shutdown: the journal already holds everything
             pass
 
     # ----- the rank directory ---------------------------------------------------------------
     def rank_dir(self) -> str:
-        return os.path.join(self.config.dump_path, step_dir_name(self.step), rank_dir_name(self.adapter.rank()))
+        return self._rank_dir_of(self.step)
+
+    def _rank_dir_of(self, step: int) -> str:
+        return os.path.join(self.config.dump_path, step_dir_name(step), rank_dir_name(self.adapter.rank()))
 
     # ----- counters and names ---------------------------------------------------------------
     def _next_index(self, key: str) -> int:

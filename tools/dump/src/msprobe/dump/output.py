@@ -12,8 +12,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from msprobe.schema import RankWriter
 from msprobe.schema.names import tensor_file
+from msprobe.schema.journal import JOURNAL_NAME
 from msprobe.schema.tree import TENSOR_DIR
 
+from .ahead import OpenedAhead
 from .entry import PendingTensor
 from .stepfiles import StepWriter
 from .writer import TensorFileWriter
@@ -32,6 +34,7 @@ class StepOutput:
         self._rank_dir: Optional[str] = None
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
+        self._ahead: Optional[OpenedAhead] = None
 
     def entry(self, rank_dir: Callable[[], str], name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
               frames: Optional[List[str]]) -> None:
@@ -82,14 +85,38 @@ class StepOutput:
         if self._files is not None:
             self._files.drain()
 
+    def writing(self) -> bool:
+        """Whether this step has written an entry (its directory is open)."""
+        return self._writer is not None and not self._writer.closed
+
+    def open_ahead(self, rank_dir: str) -> None:
+        """Open ``rank_dir``'s writer on the background thread, for a step that will record (``ahead.py``)."""
+        self.drop_ahead()
+        self._ahead = ahead = OpenedAhead(rank_dir, self._new_writer)
+        self._file_writer().call(ahead.run, "open " + rank_dir)
+
+    def drop_ahead(self) -> None:
+        """Remove a writer opened ahead and not used (on the background thread, after it was opened)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            self._file_writer().call(ahead.remove, "remove " + ahead.rank_dir)
+
     def _open(self, rank_dir: Callable[[], str]) -> RankWriter:
-        """A new step's writer (``entry`` calls this when there is no open one)."""
+        """A new step's writer (``entry`` calls this when there is no open one): the one opened ahead
+        when it is ready, else a new one."""
         self._rank_dir = path = rank_dir()
+        ahead, self._ahead = self._ahead, None
+        writer = ahead.take(path) if ahead is not None else None
+        if ahead is not None and writer is None:
+            self._file_writer().call(ahead.remove, "remove " + ahead.rank_dir)
+        self._writer = writer if writer is not None else self._new_writer(path)
+        return self._writer
+
+    def _new_writer(self, path: str, journal_name: str = JOURNAL_NAME) -> StepWriter:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        self._writer = StepWriter(path, dict(self._header, dump_data_dir=tensor_dir))
-        return self._writer
+        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), journal_name)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:

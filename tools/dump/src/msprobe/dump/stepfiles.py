@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, json_record
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, json_record
 from msprobe.schema.jsonio import compact_dumps, write_bytes_atomic, write_json_atomic
 
 from . import native
@@ -45,12 +45,12 @@ class StepWriter(RankWriter):
 
     pickled = False
 
-    def __init__(self, rank_dir: str, header: Dict[str, Any]) -> None:
+    def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
-        super().__init__(rank_dir, header, autoflush=False)
+        super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name)
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
         self.flush()  # the header record
         self._header = dict(header)
@@ -126,6 +126,20 @@ class StepWriter(RankWriter):
                                header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}")
             write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(self._stacks), indent=None)
             write_json_atomic(self.rank_dir / CONSTRUCT_NAME, self._construct, indent=None)
+            self._handle.close()
+            os.remove(self.journal_path)
+
+
+    def publish(self) -> None:
+        """A journal opened ahead (``AHEAD_NAME``) becomes the step's journal, before its first entry."""
+        if self.journal_path.name != JOURNAL_NAME:
+            published = self.journal_path.with_name(JOURNAL_NAME)
+            os.rename(self.journal_path, published)
+            self.journal_path = published
+
+    def discard(self) -> None:
+        """Close and remove the journal of a step that recorded nothing (one opened ahead, not used)."""
+        with self._lock:
             self._handle.close()
             os.remove(self.journal_path)
 

@@ -1,0 +1,85 @@
+"""The next recorded step's directory and journal are opened on the background thread at step(): its
+first entry uses them when they are ready, opens its own when not, and an unused one is removed."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import torch
+
+from dumphelpers import MLP
+from msprobe.pytorch import PrecisionDebugger
+from msprobe.schema import find_rank_dirs
+
+
+def _step(debugger, model, x):
+    debugger.start(model)
+    model(x).sum().backward()
+    debugger.stop()
+    debugger.step()
+
+
+def _files(rank_dir):
+    return sorted(p.name for p in rank_dir.iterdir())
+
+
+def _entries(rank_dir):
+    return json.loads((rank_dir / "dump.json").read_text())["data"]
+
+
+def test_the_next_steps_directory_is_ready_before_it_starts_and_used(dump_dir):
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(2, 8)
+    debugger = PrecisionDebugger(task="statistics", level="mix", dump_path=str(dump_dir), step=[0, 1])
+    _step(debugger, model, x)
+    debugger.flush()
+    assert _files(dump_dir / "step1" / "rank") == [".dump.journal.ahead"]  # step 1 not started yet
+    assert [rank.step for rank in find_rank_dirs(dump_dir)] == [0]  # readers pass it over
+    assert subprocess.run([sys.executable, "-m", "msprobe.cli.main", "inspect", str(dump_dir)],
+                          capture_output=True).returncode == 0
+    opened = debugger.engine.output._ahead
+    _step(debugger, model, x)
+    debugger.flush()
+    assert opened is not None and opened._taken and opened._writer is None  # handed out, not opened again
+    assert _files(dump_dir / "step1" / "rank") == ["construct.json", "dump.json", "stack.json"]
+    assert _entries(dump_dir / "step1" / "rank").keys() == _entries(dump_dir / "step0" / "rank").keys()
+    assert not (dump_dir / "step2").exists()  # not a recorded step: nothing opened
+
+
+def test_a_first_entry_before_the_background_thread_opens_its_own(dump_dir):
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(2, 8)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger.start(model)
+    model(x).sum().backward()
+    debugger.stop()
+    blocked = threading.Event()
+    debugger.engine.output._file_writer().call(blocked.wait, "a slow disk")
+    debugger.step()  # step 1's directory is asked for behind the slow work
+    opened = debugger.engine.output._ahead
+    _step(debugger, model, x)  # its entries came first
+    blocked.set()
+    debugger.flush()
+    rank_dir = dump_dir / "step1" / "rank"
+    assert opened.rank_dir == str(rank_dir) and opened._taken and opened._made == []  # never opened
+    assert _files(rank_dir) == ["construct.json", "dump.json", "stack.json"]  # one writer, finished
+    assert _entries(rank_dir).keys() == _entries(dump_dir / "step0" / "rank").keys()
+
+
+def test_a_directory_opened_ahead_and_not_used_is_removed(dump_dir):
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(2, 8)
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    _step(debugger, model, x)
+    debugger.flush()
+    assert (dump_dir / "step1" / "rank" / ".dump.journal.ahead").exists()
+    debugger.step()  # step 1 ends without a start(): removed, and step 2 (after a step that wrote nothing) not opened
+    debugger.flush()
+    assert sorted(p.name for p in dump_dir.iterdir()) == ["step0"]
+    _step(debugger, model, x)  # step 2 writes: step 3 opened ahead ...
+    debugger.flush()
+    assert (dump_dir / "step3" / "rank" / ".dump.journal.ahead").exists()
+    debugger.engine.close()  # ... and removed at exit without a start()
+    assert sorted(p.name for p in dump_dir.iterdir()) == ["step0", "step2"]
