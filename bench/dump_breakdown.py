@@ -37,7 +37,8 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
     original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
-                "appender": stepfiles.StepWriter.appender, "gate": gates.gate, "hooks_gate": hooks.gate}
+                "appender": stepfiles.StepWriter.appender, "gate": gates.gate, "hooks_gate": hooks.gate,
+                "gate_output": gates._gate_output}
     nowhere = os.open(os.devnull, os.O_WRONLY)
 
     def no_gate(engine_, call, side, value, path, count):
@@ -58,9 +59,10 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
         stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]
         stepfiles.StepWriter.appender = (lambda self: (nowhere, {})) if off else original["appender"]
 
-    def gates_(off: bool) -> None:
+    def gates_(off: bool) -> None:  # the views of arguments and the hooks of outputs
         gates.gate = no_gate if off else original["gate"]
         hooks.gate = no_gate if off else original["hooks_gate"]
+        gates._gate_output = (lambda engine_, call, value, path, count, made: value) if off else original["gate_output"]
 
     return {"statistics": statistics_, "stacks": stacks, "journal": journal, "gates": gates_}
 

@@ -1,6 +1,7 @@
-"""API calls made without autograd, recorded in one C call (``_native.record_plain_call``): the files a
-step leaves are the bytes the Python path (api_begin, api_inputs, api_outputs, _add) leaves, and the
-C call itself names, counts, writes and hands over what it does not write."""
+"""API calls made without autograd, recorded in one C call (``_native.record_plain_call``), and gradients
+recorded by the compiled hook (``_native.record_gradient``): the files a step leaves are the bytes the
+Python paths (api_begin, api_inputs, api_outputs, backward_grad, _add) leave, and the C call itself
+names, counts, writes and hands over what it does not write."""
 from __future__ import annotations
 
 import json
@@ -66,9 +67,12 @@ def _run(tmp_path: Path, level: str, plain: bool, monkeypatch) -> tuple:
 @pytest.mark.parametrize("level", ["L1", "mix"])
 def test_the_c_path_leaves_the_python_paths_files(tmp_path, level, monkeypatch):
     (fast, in_python), (slow, all_added) = [_run(tmp_path, level, plain, monkeypatch) for plain in (True, False)]
-    # AdamW's in-place updates and the no-grad forward's linear/relu/clamp_ went through C
+    # AdamW's in-place updates and the no-grad forward's linear/relu/clamp_ went through C, and so did
+    # every backward entry (record_gradient)
     missed = {name.split(".")[1] for name in all_added} - {name.split(".")[1] for name in in_python}
     assert {"addcdiv_", "lerp_", "clamp_"} <= missed and len(all_added) - len(in_python) > 60
+    assert [name for name in all_added if name.endswith("backward") or ".backward." in name]
+    assert not [name for name in in_python if name.endswith("backward") or ".backward." in name]
     for step in (0, 1):
         assert fast[step] == slow[step], step
         data = json.loads(fast[step]["dump.json"])["data"]
@@ -95,7 +99,7 @@ def _context(tmp_path: Path, *, modules=None, pending=None, frames=("File a.py, 
     engine = Engine()
     context = (engine, {}, {}, whole, torch.Tensor, lambda *a: {"slow": True}, fd, {}, [],
                modules, [] if pending is None else pending, lambda: list(frames),
-               lambda name, entry, tensors: rest.append((name, entry, tensors)))
+               lambda name, entry, tensors, with_stack: rest.append((name, entry, tensors, with_stack)))
     return context, fd, rest, busy_seen
 
 
@@ -134,8 +138,8 @@ def test_record_plain_call_hands_over_behind_pending_entries(tmp_path):
     kernel.record_plain_call(context, ("Tensor", "mul_"), torch.Tensor.mul_, (torch.ones(3), 2.0), None)
     os.close(fd)
     assert (tmp_path / "journal").read_bytes() == b"" and context[8] == []
-    [(name, entry, tensors)] = rest
-    assert name == "Tensor.mul_.0.forward" and tensors == [] and entry["input_args"][1] == {"type": "float", "value": 2.0}
+    [(name, entry, tensors, with_stack)] = rest
+    assert name == "Tensor.mul_.0.forward" and tensors == [] and with_stack and entry["input_args"][1] == {"type": "float", "value": 2.0}
 
 
 def test_record_plain_call_lets_the_apis_error_through(tmp_path):

@@ -20,7 +20,7 @@ enum {
     P_MODULES,  /* the engine's open module calls (mix: the API's construct parent), or None (L1) */
     P_PENDING,  /* the engine's entries waiting for statistics: an entry may not overtake them */
     P_CAPTURE,  /* stack.capture */
-    P_REST,     /* rest(name, entry, tensors): the engine's _add, with the stack */
+    P_REST,     /* rest(name, entry, tensors, with_stack): the engine's _add */
     P_SIZE
 };
 
@@ -85,13 +85,17 @@ static int construct(PyObject *const *context, PyObject *name) {
     return failed;
 }
 
-/* The finished entry: into the journal here, or to the engine's _add where something waits */
-static int add_entry(PyObject *const *context, PyObject *name, PyObject *entry, PyObject *tensors) {
+/* The finished entry (with the caller's stack when `with_stack`): into the journal here, or to the
+ * engine's _add where something waits */
+static int add_entry(PyObject *const *context, PyObject *name, PyObject *entry, PyObject *tensors, int with_stack) {
     if (PyList_GET_SIZE(tensors) == 0 && PyList_GET_SIZE(context[P_PENDING]) == 0) {
         PyObject *journal[4] = {context[P_FD], context[P_LINES], name, entry};
         PyObject *written = journal_entry(NULL, journal, 4);
         if (written != NULL) {
             Py_DECREF(written);
+            if (!with_stack) {
+                return 0;
+            }
             PyObject *frames = PyObject_CallNoArgs(context[P_CAPTURE]);
             if (frames == NULL) {
                 return -1;
@@ -106,8 +110,8 @@ static int add_entry(PyObject *const *context, PyObject *name, PyObject *entry, 
         }
         PyErr_Clear(); /* refused before anything was written: the json module's path writes it */
     }
-    PyObject *rest_args[3] = {name, entry, tensors};
-    PyObject *done = PyObject_Vectorcall(context[P_REST], rest_args, 3, NULL);
+    PyObject *rest_args[4] = {name, entry, tensors, with_stack ? Py_True : Py_False};
+    PyObject *done = PyObject_Vectorcall(context[P_REST], rest_args, 4, NULL);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
 }
@@ -152,7 +156,7 @@ static PyObject *record_plain_call(PyObject *self, PyObject *const *args, Py_ssi
     PyObject *walk_out[5] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], output, tensors};
     encoded = encode_outputs(NULL, walk_out, 5);
     if (encoded == NULL || PyDict_SetItem(entry, k_output, encoded) < 0 || construct(context, name) < 0 ||
-        add_entry(context, name, entry, tensors) < 0) {
+        add_entry(context, name, entry, tensors, 1) < 0) {
         goto fail;
     }
     if (set_busy(engine, Py_False) < 0) {

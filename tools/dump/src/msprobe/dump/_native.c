@@ -5,7 +5,8 @@
  * torch_record (_record.c) makes a CPU tensor's whole dump.json record with them; encode_args and
  * encode_outputs (_walk.c) walk a call's arguments and outputs into records; json_bytes, json_line and
  * journal_entry (_json.c) encode records as JSON and append an entry to the journal; record_plain_call
- * (_call.c) records a whole API call made without autograd with them.
+ * (_call.c) records a whole API call made without autograd with them, and record_gradient (_backward.c)
+ * a gradient of a recorded call.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
@@ -430,6 +431,7 @@ fail:
 #include "_walk.c"
 #include "_json.c"
 #include "_call.c"
+#include "_backward.c"
 
 static PyMethodDef methods[] = {
     {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
@@ -443,6 +445,7 @@ static PyMethodDef methods[] = {
     {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},
     {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},
     {"record_plain_call", (PyCFunction)(void (*)(void))record_plain_call, METH_FASTCALL, "a no-grad API call, recorded"},
+    {"record_gradient", (PyCFunction)(void (*)(void))record_gradient, METH_FASTCALL, "a gradient hook of a recorded call"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -450,7 +453,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
-    if (record_init() < 0 || values_init() < 0 || call_init() < 0) {
+    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0) {
         return NULL;
     }
 #if defined(HAVE_CLMUL) || defined(HAVE_AVX2)

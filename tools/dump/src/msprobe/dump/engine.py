@@ -308,10 +308,10 @@ class DumpEngine:
             return None
         fd, lines, metadata = journal
         return (self, self._counters, self._bases) + walk + (fd, lines, metadata,
-                self._modules if self.module_level else None, self._pending, stack.capture, self._add_with_stack)
+                self._modules if self.module_level else None, self._pending, stack.capture, self._add_rest)
 
-    def _add_with_stack(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor]) -> None:
-        self._add(name, entry, tensors, stack.capture())
+    def _add_rest(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor], with_stack: bool) -> None:
+        self._add(name, entry, tensors, stack.capture() if with_stack else None)
 
     def _flush_pending(self) -> None:
         pending = self._pending[:]  # emptied in place: plain_context holds the list

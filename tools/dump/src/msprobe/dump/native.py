@@ -16,7 +16,9 @@ pairs, ~1 us where walking the frames in Python costs ~8 us (``msprobe.dump.stac
 exact 128-bit arithmetic), ~4x faster than the json module: an entry is encoded once, for its journal
 line and for dump.json.
 ``record_plain_call(context, key, func, args, kwargs)`` (``_call.c``): an API call made without autograd
-(an optimizer's), run and recorded in one call (``DumpEngine.plain_context``). The extension is
+(an optimizer's), run and recorded in one call (``DumpEngine.plain_context``);
+``record_gradient(hooks, engine, call, side, path, grad)`` (``_backward.c``): a recorded call's gradient
+hook (``gates.py``). The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
 Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
@@ -42,7 +44,7 @@ F32, BF16, F16, F64 = 0, 1, 2, 3
 """Element kinds of ``stats(address, numel, kind)``."""
 
 _SOURCE = Path(__file__).with_name("_native.c")
-_INCLUDED = tuple(Path(__file__).with_name(name) for name in ("_record.c", "_walk.c", "_json.c", "_call.c"))
+_INCLUDED = tuple(Path(__file__).with_name(name) for name in ("_record.c", "_walk.c", "_json.c", "_call.c", "_backward.c"))
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False

@@ -141,7 +141,10 @@ class StepWriter(RankWriter):
         """Close and remove the journal of a step that recorded nothing (one opened ahead, not used)."""
         with self._lock:
             self._handle.close()
-            os.remove(self.journal_path)
+            try:
+                os.remove(self.journal_path)
+            except FileNotFoundError:  # its directory was removed meanwhile: nothing left to undo
+                pass
 
 
 def _write_all(fd: int, data: bytes) -> None:
