@@ -1,5 +1,6 @@
-"""API calls made without autograd, recorded in one C call (``_native.record_plain_call``), and gradients
-recorded by the compiled hook (``_native.record_gradient``): the files a step leaves are the bytes the
+"""API calls made without autograd, recorded in one C call (``_native.record_plain_call``), the forward
+entries of calls with autograd (``finish_call``) and gradients recorded by the compiled hook
+(``record_gradient``): the files a step leaves are the bytes the
 Python paths (api_begin, api_inputs, api_outputs, backward_grad, _add) leave, and the C call itself
 names, counts, writes and hands over what it does not write."""
 from __future__ import annotations
@@ -73,6 +74,8 @@ def test_the_c_path_leaves_the_python_paths_files(tmp_path, level, monkeypatch):
     assert {"addcdiv_", "lerp_", "clamp_"} <= missed and len(all_added) - len(in_python) > 60
     assert [name for name in all_added if name.endswith("backward") or ".backward." in name]
     assert not [name for name in in_python if name.endswith("backward") or ".backward." in name]
+    # a call with autograd after the step's first entry: its forward entry finished in C (finish_call)
+    assert "Functional.mse_loss.0.forward" in all_added and "Functional.mse_loss.0.forward" not in in_python
     for step in (0, 1):
         assert fast[step] == slow[step], step
         data = json.loads(fast[step]["dump.json"])["data"]

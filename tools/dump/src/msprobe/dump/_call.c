@@ -1,5 +1,6 @@
 /* record_plain_call: a whole API call made without autograd (an optimizer's step), recorded in one C
- * call: what DumpEngine.api_begin, api_inputs, api_outputs and _add do for it, in that order.
+ * call: what DumpEngine.api_begin, api_inputs, api_outputs and _add do for it, in that order; and
+ * finish_call: api_outputs and _add alone, for a call with autograd whose gates Python made.
  *
  * Included by _native.c after _walk.c and _json.c. The engine builds the context (plain_context in
  * engine.py) only where nothing is decided per entry: every entry kept, no filter, host statistics
@@ -24,12 +25,14 @@ enum {
     P_SIZE
 };
 
-static PyObject *s_busy, *s_forward, *v_construct, *v_stack, *k_output;
+static PyObject *s_busy, *s_forward, *v_construct, *v_stack, *k_output, *s_want_forward, *s_inputs, *s_tensors_attr,
+    *s_parent;
 
 static int call_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_busy, "busy") INTERN(s_forward, "forward") INTERN(v_construct, "c") INTERN(v_stack, "s")
-    INTERN(k_output, "output")
+    INTERN(k_output, "output") INTERN(s_want_forward, "want_forward") INTERN(s_inputs, "inputs")
+    INTERN(s_tensors_attr, "tensors") INTERN(s_parent, "parent")
 #undef INTERN
     return 0;
 }
@@ -182,4 +185,73 @@ fail:
     Py_XDECREF(output);
     Py_XDECREF(encoded);
     return NULL;
+}
+
+/* finish_call(context, call, output) -> None: DumpEngine.api_outputs for a call recorded in Python (one
+ * with autograd, whose gates are Python's) while the plain context holds: its outputs walked, its
+ * construct record (mix) and its forward entry journaled with the caller's stack. */
+static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "finish_call(context, call, output)");
+        return NULL;
+    }
+    PyObject *const *context = &PyTuple_GET_ITEM(args[0], 0);
+    PyObject *engine = context[P_ENGINE], *call = args[1];
+    PyObject *wanted = PyObject_GetAttr(call, s_want_forward);
+    int want = wanted == NULL ? -1 : PyObject_IsTrue(wanted);
+    Py_XDECREF(wanted);
+    if (want <= 0) {
+        return want < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+    }
+    PyObject *entry = PyObject_GetAttr(call, s_inputs), *tensors = PyObject_GetAttr(call, s_tensors_attr);
+    PyObject *name = PyObject_GetAttr(call, s_forward), *encoded = NULL, *fresh = NULL;
+    int failed = entry == NULL || tensors == NULL || name == NULL || !PyList_Check(tensors) || !PyUnicode_Check(name) ||
+                 set_busy(engine, Py_True) < 0;
+    if (!failed && entry == Py_None) { /* inputs not recorded (a filter): an empty record of them */
+        Py_DECREF(entry);
+        entry = Py_BuildValue("{s[]s{}}", "input_args", "input_kwargs");
+        failed = entry == NULL;
+    }
+    if (!failed) {
+        failed = !PyDict_Check(entry) || PyObject_SetAttr(call, s_inputs, Py_None) < 0;
+    }
+    if (!failed) {
+        PyObject *walk_out[5] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args[2], tensors};
+        encoded = encode_outputs(NULL, walk_out, 5);
+        failed = encoded == NULL || PyDict_SetItem(entry, k_output, encoded) < 0;
+    }
+    if (!failed && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
+        PyObject *parent = PyObject_GetAttr(call, s_parent);
+        PyObject *node = parent == NULL ? NULL : parent == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(parent, s_forward);
+        failed = node == NULL || append_pair(context[P_METADATA], v_construct, name, node) < 0;
+        Py_XDECREF(parent);
+        Py_XDECREF(node);
+    }
+    if (!failed) {
+        fresh = PyList_New(0);
+        failed = fresh == NULL || add_entry(context, name, entry, tensors, 1) < 0 ||
+                 PyObject_SetAttr(call, s_tensors_attr, fresh) < 0;
+    }
+    if (failed && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "finish_call: a call's inputs must be a dict, its tensors a list, its name a str");
+    }
+    if (PyErr_Occurred()) { /* busy off again without losing the error */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (set_busy(engine, Py_False) < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(type, value, traceback);
+    } else if (set_busy(engine, Py_False) < 0) {
+        failed = 1;
+    }
+    Py_XDECREF(entry);
+    Py_XDECREF(tensors);
+    Py_XDECREF(name);
+    Py_XDECREF(encoded);
+    Py_XDECREF(fresh);
+    if (failed) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }

@@ -445,6 +445,7 @@ static PyMethodDef methods[] = {
     {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},
     {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},
     {"record_plain_call", (PyCFunction)(void (*)(void))record_plain_call, METH_FASTCALL, "a no-grad API call, recorded"},
+    {"finish_call", (PyCFunction)(void (*)(void))finish_call, METH_FASTCALL, "a call's outputs and forward entry"},
     {"record_gradient", (PyCFunction)(void (*)(void))record_gradient, METH_FASTCALL, "a gradient hook of a recorded call"},
     {NULL, NULL, 0, NULL},
 };

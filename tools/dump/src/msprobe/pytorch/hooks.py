@@ -22,6 +22,7 @@ from .nested import NestedRunner
 
 set_grad = torch._C._set_grad_enabled
 _grad_enabled = torch._C.is_grad_enabled
+_finish_call = getattr(native.helpers(), "finish_call", None)
 
 
 def _inplace(name: str) -> bool:
@@ -82,7 +83,11 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) 
         output = func(*args, **kwargs)
     set_grad(False)
     try:
-        engine.api_outputs(call, output)
+        plain = engine.plain
+        if plain is not None and _finish_call is not None:
+            _finish_call(plain, call, output)  # api_outputs in C (_call.c)
+        else:
+            engine.api_outputs(call, output)
     finally:
         set_grad(True)
     return output
