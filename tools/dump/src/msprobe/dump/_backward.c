@@ -1,6 +1,6 @@
 /* record_gradient: a gradient hook of a recorded call (msprobe/pytorch/gates.py), in C: what
  * DumpEngine.backward_grad and _emit_backward do with one gradient, with the torch function mode set
- * aside as gates._record_gradient does.
+ * aside as gates._record_gradient does; record_param_gradient: a parameter's (DumpEngine.param_grad).
  *
  * Included by _native.c after _call.c (the backward entry goes to the journal as record_plain_call's
  * entries do, through the engine's plain context). Whatever this does not do itself (no plain context:
@@ -156,6 +156,66 @@ static int record_here(PyObject *engine, PyObject *call, PyObject *side, PyObjec
     return result < 0 ? -1 : 1;
 }
 
+/* The torch function mode set aside (popped into *mode, NULL when none is active): tensors are read
+ * outside it. 0, or -1 on error. */
+static int mode_aside(PyObject *const *hooks, PyObject **mode) {
+    *mode = NULL;
+    PyObject *modes = PyObject_CallNoArgs(hooks[H_MODES]);
+    Py_ssize_t active = modes == NULL ? -1 : PyLong_AsSsize_t(modes);
+    Py_XDECREF(modes);
+    if (active > 0) {
+        *mode = PyObject_CallNoArgs(hooks[H_POP]);
+        return *mode == NULL ? -1 : 0;
+    }
+    return active < 0 ? -1 : 0;
+}
+
+/* The mode back on its stack, an error set meanwhile kept; `done` as given, or -1 when this fails */
+static int mode_back(PyObject *const *hooks, PyObject *mode, int done) {
+    if (mode == NULL) {
+        return done;
+    }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *pushed = PyObject_CallOneArg(hooks[H_PUSH], mode);
+    Py_DECREF(mode);
+    if (pushed == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return -1;
+    }
+    Py_DECREF(pushed);
+    PyErr_Restore(type, value, traceback);
+    return done;
+}
+
+/* A hook's work (`here` returns 1 done, 0 left to the Python hook, -1 error), the mode aside and the
+ * engine busy meanwhile; then the Python hook, with args[1:], for what is left */
+static PyObject *run_hook(PyObject *const *args, Py_ssize_t nargs, int (*here)(PyObject *const *)) {
+    PyObject *const *hooks = &PyTuple_GET_ITEM(args[0], 0);
+    PyObject *engine = args[1], *mode;
+    if (mode_aside(hooks, &mode) < 0) {
+        return NULL;
+    }
+    int done = set_busy(engine, Py_True) < 0 ? -1 : here(args);
+    if (set_busy(engine, Py_False) < 0) {
+        done = -1;
+    }
+    done = mode_back(hooks, mode, done);
+    if (done < 0) {
+        return NULL;
+    }
+    if (done == 0) { /* the Python hook does it all, the mode set aside by itself */
+        return PyObject_Vectorcall(hooks[H_FALLBACK], args + 1, nargs - 1, NULL);
+    }
+    Py_RETURN_NONE;
+}
+
+static int gradient_here(PyObject *const *args) {
+    return record_here(args[1], args[2], args[3], args[4], args[5]);
+}
+
 /* record_gradient(hooks, engine, call, side, path, grad) -> None; hooks: (python_hook, modes, pop, push),
  * python_hook(engine, call, side, path, grad) being gates._record_gradient */
 static PyObject *record_gradient(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -163,42 +223,47 @@ static PyObject *record_gradient(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_TypeError, "record_gradient(hooks, engine, call, side, path, grad)");
         return NULL;
     }
-    PyObject *const *hooks = &PyTuple_GET_ITEM(args[0], 0);
-    PyObject *engine = args[1];
-    PyObject *modes = PyObject_CallNoArgs(hooks[H_MODES]);
-    Py_ssize_t active = modes == NULL ? -1 : PyLong_AsSsize_t(modes);
-    Py_XDECREF(modes);
-    if (active < 0) {
+    return run_hook(args, nargs, gradient_here);
+}
+
+/* A parameter's gradient: the entry {param: [record]} under its module's parameters_grad name (the
+ * journal keeps each part; the step's end merges them) */
+static int param_gradient_here(PyObject *const *args) {
+    PyObject *plain = PyObject_GetAttr(args[1], s_plain);
+    if (plain == NULL) {
+        return -1;
+    }
+    if (plain == Py_None || !PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != P_SIZE || !PyUnicode_Check(args[2])) {
+        Py_DECREF(plain);
+        return 0;
+    }
+    PyObject *const *context = &PyTuple_GET_ITEM(plain, 0);
+    PyObject *grad = args[5];
+    if (!PyType_Check(context[P_TENSOR]) || !PyObject_TypeCheck(grad, (PyTypeObject *)context[P_TENSOR])) {
+        Py_DECREF(plain);
+        return 0;
+    }
+    PyObject *record = PyObject_CallOneArg(context[P_WHOLE], grad);
+    if (record == NULL || record == Py_None) {
+        Py_DECREF(plain);
+        Py_XDECREF(record);
+        return record == NULL ? -1 : 0;
+    }
+    PyObject *entry = Py_BuildValue("{O[O]}", args[4], record), *tensors = PyList_New(0);
+    int failed = entry == NULL || tensors == NULL || add_entry(context, args[2], entry, tensors, 0) < 0;
+    Py_DECREF(record);
+    Py_XDECREF(entry);
+    Py_XDECREF(tensors);
+    Py_DECREF(plain);
+    return failed ? -1 : 1;
+}
+
+/* record_param_gradient(hooks, engine, entry_name, owner, param, grad) -> None; hooks as
+ * record_gradient's, python_hook(engine, entry_name, owner, param, grad) doing DumpEngine.param_grad */
+static PyObject *record_param_gradient(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != H_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "record_param_gradient(hooks, engine, entry_name, owner, param, grad)");
         return NULL;
     }
-    PyObject *mode = active ? PyObject_CallNoArgs(hooks[H_POP]) : NULL; /* tensors read outside the mode */
-    if (active && mode == NULL) {
-        return NULL;
-    }
-    int done = set_busy(engine, Py_True) < 0 ? -1 : record_here(engine, args[2], args[3], args[4], args[5]);
-    if (set_busy(engine, Py_False) < 0) {
-        done = -1;
-    }
-    if (mode != NULL) {
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyObject *pushed = PyObject_CallOneArg(hooks[H_PUSH], mode);
-        Py_XDECREF(pushed);
-        Py_DECREF(mode);
-        if (pushed == NULL) {
-            done = -1;
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(traceback);
-        } else {
-            PyErr_Restore(type, value, traceback);
-        }
-    }
-    if (done < 0) {
-        return NULL;
-    }
-    if (done == 0) { /* the Python hook does it all, the mode set aside by itself */
-        return PyObject_Vectorcall(hooks[H_FALLBACK], args + 1, 5, NULL);
-    }
-    Py_RETURN_NONE;
+    return run_hook(args, nargs, param_gradient_here);
 }

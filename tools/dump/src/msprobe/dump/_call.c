@@ -26,13 +26,13 @@ enum {
 };
 
 static PyObject *s_busy, *s_forward, *v_construct, *v_stack, *k_output, *s_want_forward, *s_inputs, *s_tensors_attr,
-    *s_parent;
+    *s_parent, *s_parameters;
 
 static int call_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_busy, "busy") INTERN(s_forward, "forward") INTERN(v_construct, "c") INTERN(v_stack, "s")
     INTERN(k_output, "output") INTERN(s_want_forward, "want_forward") INTERN(s_inputs, "inputs")
-    INTERN(s_tensors_attr, "tensors") INTERN(s_parent, "parent")
+    INTERN(s_tensors_attr, "tensors") INTERN(s_parent, "parent") INTERN(s_parameters, "parameters")
 #undef INTERN
     return 0;
 }
@@ -187,14 +187,41 @@ fail:
     return NULL;
 }
 
-/* finish_call(context, call, output) -> None: DumpEngine.api_outputs for a call recorded in Python (one
- * with autograd, whose gates are Python's) while the plain context holds: its outputs walked, its
- * construct record (mix) and its forward entry journaled with the caller's stack. */
+/* {name: record} of a module's parameters, walked as Encoder.encode(value, "parameters", (name,), out) */
+static PyObject *encode_parameters(PyObject *const *context, PyObject *parameters, PyObject *tensors) {
+    Walk walk = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], tensors, s_parameters, {NULL}, 0};
+    PyObject *encoded = PyDict_New();
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (encoded != NULL && PyDict_Next(parameters, &at, &key, &value)) {
+        PyObject *name = PyObject_Str(key), *record = NULL;
+        if (name != NULL) {
+            walk.position[0] = name;
+            walk.length = 1;
+            Py_INCREF(value);
+            record = encode_one(&walk, value, 0);
+            Py_DECREF(value);
+        }
+        if (record == NULL || PyDict_SetItem(encoded, name, record) < 0) {
+            Py_CLEAR(encoded);
+        }
+        Py_XDECREF(name);
+        Py_XDECREF(record);
+    }
+    return encoded;
+}
+
+/* finish_call(context, call, output[, parameters]) -> None: DumpEngine.api_outputs (or module_end, with
+ * the module's parameters: a dict or None) for a call recorded in Python (one with autograd, whose gates
+ * are Python's; a module's) while the plain context holds: its outputs walked, an API's construct record
+ * (mix) and its forward entry journaled with the caller's stack. */
 static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE) {
-        PyErr_SetString(PyExc_TypeError, "finish_call(context, call, output)");
+    if (nargs < 3 || nargs > 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE ||
+        (nargs == 4 && args[3] != Py_None && !PyDict_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError, "finish_call(context, call, output, parameters: dict or None = None)");
         return NULL;
     }
+    PyObject *parameters = nargs == 4 && args[3] != Py_None && PyDict_GET_SIZE(args[3]) ? args[3] : NULL;
     PyObject *const *context = &PyTuple_GET_ITEM(args[0], 0);
     PyObject *engine = context[P_ENGINE], *call = args[1];
     PyObject *wanted = PyObject_GetAttr(call, s_want_forward);
@@ -220,7 +247,12 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         encoded = encode_outputs(NULL, walk_out, 5);
         failed = encoded == NULL || PyDict_SetItem(entry, k_output, encoded) < 0;
     }
-    if (!failed && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
+    if (!failed && parameters != NULL) {
+        PyObject *records = encode_parameters(context, parameters, tensors);
+        failed = records == NULL || PyDict_SetItem(entry, s_parameters, records) < 0;
+        Py_XDECREF(records);
+    }
+    if (!failed && nargs == 3 && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
         PyObject *parent = PyObject_GetAttr(call, s_parent);
         PyObject *node = parent == NULL ? NULL : parent == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(parent, s_forward);
         failed = node == NULL || append_pair(context[P_METADATA], v_construct, name, node) < 0;

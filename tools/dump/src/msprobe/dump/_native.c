@@ -447,6 +447,7 @@ static PyMethodDef methods[] = {
     {"record_plain_call", (PyCFunction)(void (*)(void))record_plain_call, METH_FASTCALL, "a no-grad API call, recorded"},
     {"finish_call", (PyCFunction)(void (*)(void))finish_call, METH_FASTCALL, "a call's outputs and forward entry"},
     {"record_gradient", (PyCFunction)(void (*)(void))record_gradient, METH_FASTCALL, "a gradient hook of a recorded call"},
+    {"record_param_gradient", (PyCFunction)(void (*)(void))record_param_gradient, METH_FASTCALL, "a parameter's gradient hook"},
     {NULL, NULL, 0, NULL},
 };
 

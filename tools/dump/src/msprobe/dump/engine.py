@@ -26,6 +26,9 @@ from .output import StepOutput
 from .tasks import TaskPolicy, resolve_task
 
 
+_FINISH = getattr(native.helpers(), "finish_call", None)
+
+
 class DumpEngine:
     """Records one configuration's dump; one engine per PrecisionDebugger."""
 
@@ -200,6 +203,9 @@ class DumpEngine:
         elif call in self._modules:
             self._modules.remove(call)
         if not call.want_forward:
+            return
+        if self.plain is not None and _FINISH is not None:
+            _FINISH(self.plain, call, output, parameters)  # what follows, in C (_call.c)
             return
         self.busy = True
         try:

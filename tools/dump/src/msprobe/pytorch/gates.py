@@ -11,6 +11,7 @@ import torch
 
 from msprobe.dump import native
 from msprobe.dump.engine import Call, DumpEngine
+from msprobe.schema.names import params_grad_entry
 
 # the mode stack's C entry points (torch >= 2.0); without them hooks simply run under the mode
 _modes_active = getattr(torch._C, "_len_torch_function_stack", lambda: 0)
@@ -46,17 +47,35 @@ def _record_gradient(engine: DumpEngine, call: Call, side: str, path: Tuple[int,
         _push_mode(mode)
 
 
-def _compiled_hook() -> Optional[Callable]:
-    """``_native.record_gradient`` bound to its Python fallback and the mode stack's entry points: the
-    same hook in C (the common case: a top-level gradient while the step's journal is open), ~25 us
-    less a gradient on this VM; None without the helpers or those entry points."""
+def _record_param_gradient(engine: DumpEngine, entry: str, owner: Tuple[str, str, str], name: str, grad: Any) -> None:
+    if not _modes_active():
+        engine.param_grad(owner, name, grad)
+        return
+    mode = _pop_mode()
+    try:
+        engine.param_grad(owner, name, grad)
+    finally:
+        _push_mode(mode)
+
+
+def _compiled(function: str, fallback: Callable) -> Optional[Callable]:
+    """``_native``'s hook bound to its Python fallback and the mode stack's entry points: the same hook in
+    C for the common case (the step's journal open, a tensor the record maker takes), a few us less a
+    gradient on this VM; None without the helpers or those entry points."""
     helpers = native.helpers()
     if helpers is None or _pop_mode is None or _push_mode is None:
         return None
-    return functools.partial(helpers.record_gradient, (_record_gradient, _modes_active, _pop_mode, _push_mode))
+    return functools.partial(getattr(helpers, function), (fallback, _modes_active, _pop_mode, _push_mode))
 
 
-_HOOK = _compiled_hook() or _record_gradient
+_HOOK = _compiled("record_gradient", _record_gradient) or _record_gradient
+_PARAM_HOOK = _compiled("record_param_gradient", _record_param_gradient) or _record_param_gradient
+
+
+def param_gradient_hook(engine: DumpEngine, owner: Tuple[str, str, str], name: str) -> Callable[[Any], None]:
+    """The gradient hook of parameter ``name`` of module ``owner`` (prefix, path, class): its part of
+    ``{prefix}.{path}.{class}.parameters_grad``."""
+    return functools.partial(_PARAM_HOOK, engine, params_grad_entry(*owner), owner, name)
 
 
 def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):

@@ -15,7 +15,7 @@ from msprobe.dump import native
 from msprobe.dump.engine import Call, DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate, gate_call, gate_outputs, made_after, outside_mode
+from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
 from .hook_dicts import HookDicts
 from .nested import NestedRunner
 
@@ -254,12 +254,7 @@ class Hooks:
         return post
 
     def _param_hook(self, owner: Tuple[str, str, str], name: str):
-        engine = self.engine
-
-        @outside_mode
-        def hook(grad):
-            engine.param_grad(owner, name, grad)
-        return hook
+        return param_gradient_hook(self.engine, owner, name)
 
 
 def _bump_versions(values) -> None:
