@@ -17,6 +17,7 @@ from msprobe.dump.engine import Call, DumpEngine
 from .api_list import ApiTable
 from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
 from .hook_dicts import HookDicts
+from .model_plan import ModelPlan
 from .nested import NestedRunner
 
 
@@ -115,6 +116,7 @@ class Hooks:
         self._hooked_params: set = set()
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
+        self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
@@ -176,12 +178,13 @@ class Hooks:
 
     # ----- modules ---------------------------------------------------------------------------------
     def _hook_model(self, model: torch.nn.Module, prefix: str) -> None:
-        for path, module in model.named_modules():
-            if not path:
-                continue  # the root model itself is not recorded (upstream does the same)
+        plan = self._plans.get(model)
+        if plan is None or not plan.still_valid(model):
+            plan = self._plans[model] = ModelPlan(model)  # the root model itself is not recorded (as upstream)
+        for path, module, parameters in plan.items(model):
             pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
             self._module_hooks_on.module(module, pre, post)
-            for name, param in module.named_parameters(recurse=False):
+            for name, param in parameters:
                 if param.requires_grad and (id(module), name) not in self._hooked_params:
                     self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
                     hook = param_hooks.get(name)

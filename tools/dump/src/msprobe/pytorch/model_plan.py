@@ -1,0 +1,46 @@
+"""What a dumped window hooks in a model: its modules in ``named_modules`` order and each one's own
+parameters, walked once and used again while no module's children or parameters changed.
+
+Walking them (``named_modules`` and ``named_parameters``: generators, a memo set, a string per path)
+was most of what installing an L0 window cost; checking that the model is unchanged is one tuple of ids
+per module. The plan holds its modules and parameters weakly (a module dropped from the model is not
+kept alive), so a dead reference also makes it stale: an id reused by a new object cannot pass.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Iterator, List, Tuple
+
+import torch
+
+
+class ModelPlan:
+    """The modules of ``model`` but itself (path, module), with their own parameters (name, parameter)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        modules = [(path, m) for path, m in model.named_modules() if path]
+        self._modules = [(path, weakref.ref(m)) for path, m in modules]
+        self._parameters = [[(name, weakref.ref(p)) for name, p in m.named_parameters(recurse=False)]
+                            for _, m in modules]
+        self._signature = _signature(model, [m for _, m in modules])
+
+    def items(self, model: torch.nn.Module) -> Iterator[Tuple[str, torch.nn.Module, List[Tuple[str, Any]]]]:
+        """(path, module, [(name, parameter)]) of each module."""
+        for (path, module), parameters in zip(self._modules, self._parameters):
+            yield path, module(), [(name, parameter()) for name, parameter in parameters]
+
+    def still_valid(self, model: torch.nn.Module) -> bool:
+        """No module of the plan died, or got, lost or replaced a child or a parameter since it was made."""
+        modules = [module() for _, module in self._modules]
+        if any(module is None for module in modules):
+            return False
+        if any(parameter() is None for parameters in self._parameters for _, parameter in parameters):
+            return False
+        return _signature(model, modules) == self._signature
+
+
+def _signature(model: torch.nn.Module, modules: List[torch.nn.Module]) -> List[Tuple[Any, ...]]:
+    shape = [tuple(map(id, model._modules.values()))]
+    for module in modules:
+        shape.append(tuple(map(id, module._modules.values())) + (None,) + tuple(map(id, module._parameters.values())))
+    return shape
