@@ -209,7 +209,7 @@ def test_module_hooks_follow_replaced_modules_and_keep_nothing_alive(dump_dir):
 
 def test_modules_and_parameters_added_or_frozen_between_steps_are_followed(dump_dir):
     """The modules a window hooks are walked once and used again while the model is unchanged: a module
-    added, a parameter replaced or frozen between steps is seen in the next step."""
+    added, a parameter frozen or replaced between steps is seen in the next step."""
     from dumphelpers import MLP
 
     model = MLP()
@@ -217,10 +217,11 @@ def test_modules_and_parameters_added_or_frozen_between_steps_are_followed(dump_
     x = torch.randn(2, 8)
     _one_step(debugger, lambda: model(x).sum().backward(), model)
     model.fc1.extra = nn.Identity()  # a child added to a module
-    model.fc2.bias = nn.Parameter(torch.full((4,), 2.0))  # a parameter replaced
+    _one_step(debugger, lambda: model.fc1.extra(model(x)).sum().backward(), model)
+    assert "Module.fc1.extra.Identity.forward.0" in _data(dump_dir, 1)
     model.fc1.weight.requires_grad_(False)  # frozen
-    _one_step(debugger, lambda: (model.fc1.extra(model(x))).sum().backward(), model)
-    second = _data(dump_dir, 1)
-    assert "Module.fc1.extra.Identity.forward.0" in second
-    assert second["Module.fc2.Linear.forward.0"]["parameters"]["bias"]["Max"] == 2.0
-    assert set(second["Module.fc1.Linear.parameters_grad"]) == {"bias"}
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    assert set(_data(dump_dir, 2)["Module.fc1.Linear.parameters_grad"]) == {"bias"}
+    model.fc2.bias = nn.Parameter(torch.full((4,), 2.0))  # a parameter replaced
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    assert _data(dump_dir, 3)["Module.fc2.Linear.forward.0"]["parameters"]["bias"]["Max"] == 2.0
