@@ -125,8 +125,10 @@ static int record_here(PyObject *engine, PyObject *call, PyObject *side, PyObjec
         return -1;
     }
     int input_side = PyUnicode_Check(side) && PyUnicode_Compare(side, k_input) == 0;
-    Py_ssize_t index = PyTuple_Check(path) && PyTuple_GET_SIZE(path) == 1 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(path, 0)) : -1;
-    if (PyErr_Occurred() || plain == Py_None || !PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != P_SIZE || index < 0) {
+    Py_ssize_t index = PyTuple_Check(path) && PyTuple_GET_SIZE(path) == 1 ?
+        PyLong_AsSsize_t(PyTuple_GET_ITEM(path, 0)) : -1;
+    if (PyErr_Occurred() || plain == Py_None || !PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != P_SIZE ||
+        index < 0) {
         Py_DECREF(plain);
         if (PyErr_Occurred()) {
             PyErr_Clear();

@@ -79,7 +79,8 @@ static int construct(PyObject *const *context, PyObject *name) {
         return 0;
     }
     Py_ssize_t open = PyList_GET_SIZE(modules);
-    PyObject *parent = open ? PyObject_GetAttr(PyList_GET_ITEM(modules, open - 1), s_forward) : (Py_INCREF(Py_None), Py_None);
+    PyObject *parent = open ? PyObject_GetAttr(PyList_GET_ITEM(modules, open - 1), s_forward)
+                            : (Py_INCREF(Py_None), Py_None);
     if (parent == NULL) {
         return -1;
     }
@@ -254,7 +255,8 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     if (!failed && nargs == 3 && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
         PyObject *parent = PyObject_GetAttr(call, s_parent);
-        PyObject *node = parent == NULL ? NULL : parent == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(parent, s_forward);
+        PyObject *node = parent == NULL ? NULL
+                         : parent == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(parent, s_forward);
         failed = node == NULL || append_pair(context[P_METADATA], v_construct, name, node) < 0;
         Py_XDECREF(parent);
         Py_XDECREF(node);
@@ -265,7 +267,8 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
                  PyObject_SetAttr(call, s_tensors_attr, fresh) < 0;
     }
     if (failed && !PyErr_Occurred()) {
-        PyErr_SetString(PyExc_TypeError, "finish_call: a call's inputs must be a dict, its tensors a list, its name a str");
+        PyErr_SetString(PyExc_TypeError,
+                        "finish_call: a call's inputs must be a dict, its tensors a list, its name a str");
     }
     if (PyErr_Occurred()) { /* busy off again without losing the error */
         PyObject *type, *value, *traceback;

@@ -2,11 +2,11 @@
 
 Making a directory and creating a file took 0.5-1.5 ms on this VM's disk (more on a network file
 system), and the first entry of every dumped step waited for them. ``step()`` now asks for the next
-step's directory when that step is recorded and this one wrote entries; its first entry takes the writer if it is ready (renaming
-its journal from ``AHEAD_NAME``, which readers pass over, to ``dump.journal``: 5 us) and opens its own
-otherwise (after which the background one is never opened). One that is not taken is removed again,
-with the directories it made, when the next one is asked for or the process exits; a process killed
-before leaves a directory that readers pass over.
+step's directory when that step is recorded and this one wrote entries; its first entry takes the
+writer if it is ready (renaming its journal from ``AHEAD_NAME``, which readers pass over, to
+``dump.journal``: 5 us) and opens its own otherwise (after which the background one is never opened).
+One that is not taken is removed again, with the directories it made, when the next one is asked for
+or the process exits; a process killed before leaves a directory that readers pass over.
 """
 from __future__ import annotations
 

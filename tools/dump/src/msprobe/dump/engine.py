@@ -55,12 +55,12 @@ class DumpEngine:
         # a task that keeps every entry and never finishes early (statistics, tensor) needs no asking per entry
         self._keeps_all = type(self.task).keep is TaskPolicy.keep and type(self.task).finished is TaskPolicy.finished
         self.finished = False
-        # API calls without autograd (an optimizer's) recorded in one C call where nothing is decided per
-        # entry: every entry kept and written at once, no filter, no tensor files (plain_context)
+        # entries made in C (calls without autograd whole, forward entries of the others, gradients) where
+        # nothing is decided per entry: every entry kept and written at once, no filter, no tensor files
         self._plain_possible = self._keeps_all and self._at_once and self.filter.trivial \
             and not self.task.save_tensors and native.helpers() is not None
         self.plain: Optional[tuple] = None
-        """``_native.record_plain_call``'s context while a step's journal is open (else None)"""
+        """The C paths' context (``plain_context``) while a step's journal is open, else None"""
         self._bases: Dict[Tuple[str, str], str] = {}
         engine_ref = weakref.ref(self)
         atexit.register(lambda: engine_ref() and engine_ref().close())
@@ -305,9 +305,10 @@ class DumpEngine:
                 self._flush_pending()
 
     def plain_context(self) -> Optional[tuple]:
-        """What ``_native.record_plain_call`` needs to record an API call as api_begin, api_inputs,
-        api_outputs and _add would (see ``_call.c``); None where the step's journal or the C walk is not
-        there. Valid until the next ``flush``: it holds the step's journal and metadata list."""
+        """What the C paths need to record as api_begin, api_inputs, api_outputs, module_end,
+        backward_grad, param_grad and _add would (``_call.c``, ``_backward.c``); None where the step's
+        journal or the C walk is not there. Valid until the next ``flush``: it holds the step's journal and
+        metadata list."""
         journal = self.output.journal()
         walk = self.encoder.walk_parts()
         if journal is None or walk is None:

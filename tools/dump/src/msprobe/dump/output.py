@@ -50,9 +50,9 @@ class StepOutput:
             self._metadata.append(("s", name, frames))
 
     def journal(self) -> Optional[Tuple[int, Dict[str, Any], List[Tuple[str, str, Any]]]]:
-        """(descriptor, lines, metadata) of the open step, for entries written by ``_native``'s
-        ``record_plain_call`` as ``entry`` writes them: valid until the next ``flush`` or
-        ``drop_metadata``; None when no step is open or the helpers are not built."""
+        """(descriptor, lines, metadata) of the open step, for entries the C paths write as ``entry``
+        writes them (``DumpEngine.plain_context``): valid until the next ``flush`` or ``drop_metadata``;
+        None when no step is open or the helpers are not built."""
         writer = self._writer
         if writer is None or writer.closed or self._save_tensors:
             return None
@@ -99,7 +99,10 @@ class StepOutput:
         """Remove a writer opened ahead and not used (on the background thread, after it was opened)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
-            self._file_writer().call(ahead.remove, "remove " + ahead.rank_dir)
+            self._remove_ahead(ahead)
+
+    def _remove_ahead(self, ahead: OpenedAhead) -> None:
+        self._file_writer().call(ahead.remove, "remove " + ahead.rank_dir)
 
     def _open(self, rank_dir: Callable[[], str]) -> RankWriter:
         """A new step's writer (``entry`` calls this when there is no open one): the one opened ahead
@@ -108,7 +111,7 @@ class StepOutput:
         ahead, self._ahead = self._ahead, None
         writer = ahead.take(path) if ahead is not None else None
         if ahead is not None and writer is None:
-            self._file_writer().call(ahead.remove, "remove " + ahead.rank_dir)
+            self._remove_ahead(ahead)
         self._writer = writer if writer is not None else self._new_writer(path)
         return self._writer
 

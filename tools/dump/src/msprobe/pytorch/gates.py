@@ -1,6 +1,7 @@
-"""Gradient gates: identity views around an API or module call whose gradient hooks give that call,
-and only that call, its gradients (``backward.input`` = w.r.t. its outputs, ``backward.output`` = w.r.t.
-its positional tensor arguments). Hooks run with the dump's torch function mode set aside."""
+"""Gradient gates: identity views around the arguments of an API or module call, and hooks on the
+outputs it made, whose gradient hooks give that call, and only that call, its gradients
+(``backward.input`` = w.r.t. its outputs, ``backward.output`` = w.r.t. its positional tensor arguments).
+Hooks run with the dump's torch function mode set aside; the common case runs in C (``_backward.c``)."""
 from __future__ import annotations
 
 import functools

@@ -24,8 +24,8 @@ class ModelPlan:
                             for _, m in modules]
         self._signature = _signature(model, [m for _, m in modules])
 
-    def items(self, model: torch.nn.Module) -> Iterator[Tuple[str, torch.nn.Module, List[Tuple[str, Any]]]]:
-        """(path, module, [(name, parameter)]) of each module."""
+    def items(self) -> Iterator[Tuple[str, torch.nn.Module, List[Tuple[str, Any]]]]:
+        """(path, module, [(name, parameter)]) of each module (alive: ``still_valid`` said so)."""
         for (path, module), parameters in zip(self._modules, self._parameters):
             yield path, module(), [(name, parameter()) for name, parameter in parameters]
 
