@@ -108,6 +108,29 @@ static int emit_backward(PyObject *const *context, PyObject *engine, PyObject *c
     return failed ? -1 : 0;
 }
 
+/* The engine's plain context (*plain, a new reference holding its items) and the record its record maker
+ * makes of `grad` (*record, new): 1; 0 when the Python hook is to do it (no context: a gradient after
+ * stop(); a tensor the record maker does not take), both NULL; -1 on error */
+static int gradient_record(PyObject *engine, PyObject *grad, PyObject **plain, PyObject **record) {
+    *record = NULL;
+    *plain = PyObject_GetAttr(engine, s_plain);
+    if (*plain == NULL) {
+        return -1;
+    }
+    PyObject *const *context = *plain == Py_None ? NULL : plain_items(*plain);
+    if (context == NULL || !PyObject_TypeCheck(grad, (PyTypeObject *)context[P_TENSOR])) {
+        Py_CLEAR(*plain);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    *record = PyObject_CallOneArg(context[P_WHOLE], grad);
+    if (*record == NULL || *record == Py_None) {
+        Py_CLEAR(*record);
+        Py_CLEAR(*plain);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    return 1;
+}
+
 /* 1 done, 0 left to the Python hook (nothing changed yet), -1 on error */
 static int record_here(PyObject *engine, PyObject *call, PyObject *side, PyObject *path, PyObject *grad) {
     int current = same_attribute(call, engine, s_generation);
@@ -120,33 +143,20 @@ static int record_here(PyObject *engine, PyObject *call, PyObject *side, PyObjec
     if (done != 0) {
         return done < 0 ? -1 : 1;
     }
-    PyObject *plain = PyObject_GetAttr(engine, s_plain);
-    if (plain == NULL) {
-        return -1;
-    }
     int input_side = PyUnicode_Check(side) && PyUnicode_Compare(side, k_input) == 0;
     Py_ssize_t index = PyTuple_Check(path) && PyTuple_GET_SIZE(path) == 1 ?
         PyLong_AsSsize_t(PyTuple_GET_ITEM(path, 0)) : -1;
-    if (PyErr_Occurred() || plain == Py_None || !PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != P_SIZE ||
-        index < 0) {
-        Py_DECREF(plain);
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-        }
+    if (index < 0) { /* inside a list argument (or not an index): Python's place() */
+        PyErr_Clear();
         return 0;
+    }
+    PyObject *plain, *record;
+    int result = gradient_record(engine, grad, &plain, &record);
+    if (result <= 0) {
+        return result;
     }
     PyObject *const *context = &PyTuple_GET_ITEM(plain, 0);
-    if (!PyType_Check(context[P_TENSOR]) || !PyObject_TypeCheck(grad, (PyTypeObject *)context[P_TENSOR])) {
-        Py_DECREF(plain);
-        return 0;
-    }
-    PyObject *record = PyObject_CallOneArg(context[P_WHOLE], grad);
-    if (record == NULL || record == Py_None) {
-        Py_DECREF(plain);
-        Py_XDECREF(record);
-        return record == NULL ? -1 : 0;
-    }
-    int result = place_record(call, input_side ? s_grad_in : s_grad_out, index, record);
+    result = place_record(call, input_side ? s_grad_in : s_grad_out, index, record);
     Py_DECREF(record);
     if (result == 0) {
         result = count_gradient(call, input_side);
@@ -194,14 +204,19 @@ static int mode_back(PyObject *const *hooks, PyObject *mode, int done) {
 
 /* A hook's work (`here` returns 1 done, 0 left to the Python hook, -1 error), the mode aside and the
  * engine busy meanwhile; then the Python hook, with args[1:], for what is left */
-static PyObject *run_hook(PyObject *const *args, Py_ssize_t nargs, int (*here)(PyObject *const *)) {
+static PyObject *run_hook(PyObject *const *args, Py_ssize_t nargs, int (*here)(PyObject *const *),
+                          const char *usage) {
+    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != H_SIZE) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
     PyObject *const *hooks = &PyTuple_GET_ITEM(args[0], 0);
     PyObject *engine = args[1], *mode;
     if (mode_aside(hooks, &mode) < 0) {
         return NULL;
     }
     int done = set_busy(engine, Py_True) < 0 ? -1 : here(args);
-    if (set_busy(engine, Py_False) < 0) {
+    if (busy_off(engine) < 0) {
         done = -1;
     }
     done = mode_back(hooks, mode, done);
@@ -221,36 +236,21 @@ static int gradient_here(PyObject *const *args) {
 /* record_gradient(hooks, engine, call, side, path, grad) -> None; hooks: (python_hook, modes, pop, push),
  * python_hook(engine, call, side, path, grad) being gates._record_gradient */
 static PyObject *record_gradient(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != H_SIZE) {
-        PyErr_SetString(PyExc_TypeError, "record_gradient(hooks, engine, call, side, path, grad)");
-        return NULL;
-    }
-    return run_hook(args, nargs, gradient_here);
+    return run_hook(args, nargs, gradient_here, "record_gradient(hooks, engine, call, side, path, grad)");
 }
 
 /* A parameter's gradient: the entry {param: [record]} under its module's parameters_grad name (the
  * journal keeps each part; the step's end merges them) */
 static int param_gradient_here(PyObject *const *args) {
-    PyObject *plain = PyObject_GetAttr(args[1], s_plain);
-    if (plain == NULL) {
-        return -1;
-    }
-    if (plain == Py_None || !PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != P_SIZE || !PyUnicode_Check(args[2])) {
-        Py_DECREF(plain);
+    if (!PyUnicode_Check(args[2])) {
         return 0;
+    }
+    PyObject *plain, *record;
+    int found = gradient_record(args[1], args[5], &plain, &record);
+    if (found <= 0) {
+        return found;
     }
     PyObject *const *context = &PyTuple_GET_ITEM(plain, 0);
-    PyObject *grad = args[5];
-    if (!PyType_Check(context[P_TENSOR]) || !PyObject_TypeCheck(grad, (PyTypeObject *)context[P_TENSOR])) {
-        Py_DECREF(plain);
-        return 0;
-    }
-    PyObject *record = PyObject_CallOneArg(context[P_WHOLE], grad);
-    if (record == NULL || record == Py_None) {
-        Py_DECREF(plain);
-        Py_XDECREF(record);
-        return record == NULL ? -1 : 0;
-    }
     PyObject *entry = Py_BuildValue("{O[O]}", args[4], record), *tensors = PyList_New(0);
     int failed = entry == NULL || tensors == NULL || add_entry(context, args[2], entry, tensors, 0) < 0;
     Py_DECREF(record);
@@ -263,9 +263,6 @@ static int param_gradient_here(PyObject *const *args) {
 /* record_param_gradient(hooks, engine, entry_name, owner, param, grad) -> None; hooks as
  * record_gradient's, python_hook(engine, entry_name, owner, param, grad) doing DumpEngine.param_grad */
 static PyObject *record_param_gradient(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != H_SIZE) {
-        PyErr_SetString(PyExc_TypeError, "record_param_gradient(hooks, engine, entry_name, owner, param, grad)");
-        return NULL;
-    }
-    return run_hook(args, nargs, param_gradient_here);
+    return run_hook(args, nargs, param_gradient_here,
+                    "record_param_gradient(hooks, engine, entry_name, owner, param, grad)");
 }

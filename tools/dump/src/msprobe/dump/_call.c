@@ -5,7 +5,8 @@
  * Included by _native.c after _walk.c and _json.c. The engine builds the context (plain_context in
  * engine.py) only where nothing is decided per entry: every entry kept, no filter, host statistics
  * written at once, no tensor files, and the step's journal open. Whatever this does not do itself
- * (pending tensors, entries queued before it) goes to the context's `rest(name, entry, tensors)`.
+ * (pending tensors, entries queued before it) goes to the context's
+ * `rest(name, entry, tensors, with_stack)`.
  */
 
 enum {
@@ -34,6 +35,38 @@ static int call_init(void) {
     INTERN(k_output, "output") INTERN(s_want_forward, "want_forward") INTERN(s_inputs, "inputs")
     INTERN(s_tensors_attr, "tensors") INTERN(s_parent, "parent") INTERN(s_parameters, "parameters")
 #undef INTERN
+    return 0;
+}
+
+/* The items of a plain context (borrowed from it), or NULL with a TypeError when `plain` is not one */
+static PyObject *const *plain_items(PyObject *plain) {
+    PyObject *const *context = PyTuple_Check(plain) && PyTuple_GET_SIZE(plain) == P_SIZE ?
+        &PyTuple_GET_ITEM(plain, 0) : NULL;
+    if (context == NULL || !PyDict_Check(context[P_COUNTERS]) || !PyDict_Check(context[P_BASES]) ||
+        !PyType_Check(context[P_TENSOR]) || !PyDict_Check(context[P_LINES]) || !PyList_Check(context[P_METADATA]) ||
+        !PyList_Check(context[P_PENDING]) || !(context[P_MODULES] == Py_None || PyList_Check(context[P_MODULES]))) {
+        PyErr_SetString(PyExc_TypeError, "malformed context: not DumpEngine.plain_context()'s");
+        return NULL;
+    }
+    return context;
+}
+
+static int set_busy(PyObject *engine, PyObject *value) {
+    return PyObject_SetAttr(engine, s_busy, value);
+}
+
+/* engine.busy = False. An error already set stays (a failure to clear the flag then is dropped); -1 when
+ * clearing it fails with no error before. */
+static int busy_off(PyObject *engine) {
+    if (!PyErr_Occurred()) {
+        return set_busy(engine, Py_False);
+    }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (set_busy(engine, Py_False) < 0) {
+        PyErr_Clear();
+    }
+    PyErr_Restore(type, value, traceback);
     return 0;
 }
 
@@ -120,23 +153,15 @@ static int add_entry(PyObject *const *context, PyObject *name, PyObject *entry, 
     return done == NULL ? -1 : 0;
 }
 
-static int set_busy(PyObject *engine, PyObject *value) {
-    return PyObject_SetAttr(engine, s_busy, value);
-}
-
 /* record_plain_call(context: tuple, key: (prefix, api), func, args: tuple, kwargs: dict or None)
  *   -> func(*args, **kwargs), its forward entry recorded */
 static PyObject *record_plain_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE || !PyTuple_Check(args[3]) ||
-        !(args[4] == Py_None || PyDict_Check(args[4]))) {
+    if (nargs != 5 || !PyTuple_Check(args[3]) || !(args[4] == Py_None || PyDict_Check(args[4]))) {
         PyErr_SetString(PyExc_TypeError, "record_plain_call(context, key, func, args: tuple, kwargs: dict or None)");
         return NULL;
     }
-    PyObject *const *context = &PyTuple_GET_ITEM(args[0], 0);
-    if (!PyDict_Check(context[P_COUNTERS]) || !PyDict_Check(context[P_BASES]) || !PyDict_Check(context[P_LINES]) ||
-        !PyList_Check(context[P_METADATA]) || !PyList_Check(context[P_PENDING]) ||
-        !(context[P_MODULES] == Py_None || PyList_Check(context[P_MODULES]))) {
-        PyErr_SetString(PyExc_TypeError, "record_plain_call: malformed context");
+    PyObject *const *context = plain_items(args[0]);
+    if (context == NULL) {
         return NULL;
     }
     PyObject *engine = context[P_ENGINE], *kwargs = args[4];
@@ -150,7 +175,7 @@ static PyObject *record_plain_call(PyObject *self, PyObject *const *args, Py_ssi
     }
     PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args[3], kwargs, tensors};
     entry = encode_args(NULL, walk_in, 6);
-    if (set_busy(engine, Py_False) < 0 || entry == NULL) {
+    if (busy_off(engine) < 0 || entry == NULL) {
         goto fail;
     }
     output = PyObject_Call(args[2], args[3], kwargs != Py_None && PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
@@ -172,14 +197,7 @@ static PyObject *record_plain_call(PyObject *self, PyObject *const *args, Py_ssi
     Py_DECREF(encoded);
     return output;
 fail:
-    if (PyErr_Occurred()) { /* busy off again without losing the error */
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        if (set_busy(engine, Py_False) < 0) {
-            PyErr_Clear();
-        }
-        PyErr_Restore(type, value, traceback);
-    }
+    busy_off(engine); /* an error is set: it stays */
     Py_DECREF(name);
     Py_XDECREF(tensors);
     Py_XDECREF(entry);
@@ -217,13 +235,15 @@ static PyObject *encode_parameters(PyObject *const *context, PyObject *parameter
  * are Python's; a module's) while the plain context holds: its outputs walked, an API's construct record
  * (mix) and its forward entry journaled with the caller's stack. */
 static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 3 || nargs > 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != P_SIZE ||
-        (nargs == 4 && args[3] != Py_None && !PyDict_Check(args[3]))) {
+    if (nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None && !PyDict_Check(args[3]))) {
         PyErr_SetString(PyExc_TypeError, "finish_call(context, call, output, parameters: dict or None = None)");
         return NULL;
     }
     PyObject *parameters = nargs == 4 && args[3] != Py_None && PyDict_GET_SIZE(args[3]) ? args[3] : NULL;
-    PyObject *const *context = &PyTuple_GET_ITEM(args[0], 0);
+    PyObject *const *context = plain_items(args[0]);
+    if (context == NULL) {
+        return NULL;
+    }
     PyObject *engine = context[P_ENGINE], *call = args[1];
     PyObject *wanted = PyObject_GetAttr(call, s_want_forward);
     int want = wanted == NULL ? -1 : PyObject_IsTrue(wanted);
@@ -270,14 +290,7 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_TypeError,
                         "finish_call: a call's inputs must be a dict, its tensors a list, its name a str");
     }
-    if (PyErr_Occurred()) { /* busy off again without losing the error */
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        if (set_busy(engine, Py_False) < 0) {
-            PyErr_Clear();
-        }
-        PyErr_Restore(type, value, traceback);
-    } else if (set_busy(engine, Py_False) < 0) {
+    if (busy_off(engine) < 0) {
         failed = 1;
     }
     Py_XDECREF(entry);

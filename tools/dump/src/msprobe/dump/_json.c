@@ -397,15 +397,15 @@ static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         return NULL;
     }
+    static PyObject *kind = NULL; /* the record's tag, made once (this runs for every entry) */
+    if (kind == NULL && (kind = PyUnicode_InternFromString("d")) == NULL) {
+        return NULL;
+    }
     PyObject *record = PyList_New(3);
     if (record == NULL) {
         return NULL;
     }
-    PyObject *kind = PyUnicode_InternFromString("d");
-    if (kind == NULL) {
-        Py_DECREF(record);
-        return NULL;
-    }
+    Py_INCREF(kind);
     PyList_SET_ITEM(record, 0, kind);
     Py_INCREF(args[2]);
     PyList_SET_ITEM(record, 1, args[2]);

@@ -5,8 +5,9 @@
  * torch_record (_record.c) makes a CPU tensor's whole dump.json record with them; encode_args and
  * encode_outputs (_walk.c) walk a call's arguments and outputs into records; json_bytes, json_line and
  * journal_entry (_json.c) encode records as JSON and append an entry to the journal; record_plain_call
- * (_call.c) records a whole API call made without autograd with them, and record_gradient (_backward.c)
- * a gradient of a recorded call.
+ * (_call.c) records a whole API call made without autograd with them and finish_call the forward entry
+ * of a call or module recorded in Python; record_gradient and record_param_gradient (_backward.c) are
+ * the gradient hooks of a recorded call and of a parameter.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
