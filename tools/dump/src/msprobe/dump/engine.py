@@ -67,8 +67,11 @@ class DumpEngine:
 
     # ----- lifecycle -------------------------------------------------------------------------
     def wants_this_step(self) -> bool:
-        return self.config.wants_step(self.step) and self.config.wants_rank(self.adapter.rank()) \
-            and not self.finished
+        return self._records(self.step)
+
+    def _records(self, step: int) -> bool:
+        """Whether step ``step`` is recorded here (the step and rank filters, and the task not finished)."""
+        return self.config.wants_step(step) and self.config.wants_rank(self.adapter.rank()) and not self.finished
 
     def begin(self) -> bool:
         """start(): True when this step is recorded (hooks must then be installed)."""
@@ -86,8 +89,7 @@ class DumpEngine:
         """step(): complete this step's files and move on."""
         self.recording = False
         upcoming = self.step + 1
-        if self._keeps_all and self.output.writing() and self.config.wants_step(upcoming) \
-                and self.config.wants_rank(self.adapter.rank()):
+        if self._keeps_all and self.output.writing() and self._records(upcoming):
             # it will write, as this one did: its directory is opened on the background thread, before
             # this step's files are finished there (ahead.py)
             self.output.open_ahead(self._rank_dir_of(upcoming))

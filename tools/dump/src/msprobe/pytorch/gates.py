@@ -20,43 +20,32 @@ _pop_mode = getattr(torch._C, "_pop_torch_function_stack", None)
 _push_mode = getattr(torch._C, "_push_on_torch_function_stack", None)
 
 
+def _outside_mode(function: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` with the innermost torch function mode set aside. Hooks (module,
+    gradient, collective wrappers) run while the dump's mode is active, and under an active mode every
+    tensor attribute our code reads (shape, dtype, version, ...) is a Python round trip through the mode:
+    ~10x the cost. Inside the mode's own handler torch has already set it aside."""
+    if not _modes_active():
+        return function(*args, **kwargs)
+    mode = _pop_mode()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        _push_mode(mode)
+
+
 def outside_mode(hook):
-    """``hook`` run with the innermost torch function mode set aside. Hooks (module, gradient,
-    collective wrappers) run while the dump's mode is active, and under an active mode every tensor
-    attribute our code reads (shape, dtype, version, ...) is a Python round trip through the mode:
-    ~10x the cost. Inside the mode's own handler torch has already set it aside. (No ``functools.wraps``:
-    a gradient hook is made per gated tensor, and copying names and docs cost more than the hook.)"""
-    def run(*args, **kwargs):
-        if not _modes_active():
-            return hook(*args, **kwargs)
-        mode = _pop_mode()
-        try:
-            return hook(*args, **kwargs)
-        finally:
-            _push_mode(mode)
-    return run
+    """``hook`` always run as ``_outside_mode`` runs it. (No ``functools.wraps``: copying names and docs
+    costs more than the hook.)"""
+    return functools.partial(_outside_mode, hook)
 
 
 def _record_gradient(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...], grad: Any) -> None:
-    if not _modes_active():
-        engine.backward_grad(call, side, path, grad)
-        return
-    mode = _pop_mode()  # as outside_mode, without a wrapper closure per gated tensor
-    try:
-        engine.backward_grad(call, side, path, grad)
-    finally:
-        _push_mode(mode)
+    _outside_mode(engine.backward_grad, call, side, path, grad)  # a partial of this per gated tensor
 
 
 def _record_param_gradient(engine: DumpEngine, entry: str, owner: Tuple[str, str, str], name: str, grad: Any) -> None:
-    if not _modes_active():
-        engine.param_grad(owner, name, grad)
-        return
-    mode = _pop_mode()
-    try:
-        engine.param_grad(owner, name, grad)
-    finally:
-        _push_mode(mode)
+    _outside_mode(engine.param_grad, owner, name, grad)
 
 
 def _compiled(function: str, fallback: Callable) -> Optional[Callable]:
