@@ -84,6 +84,37 @@ def test_dense_views_use_the_kernel_and_strided_ones_fall_back(monkeypatch):
     assert strided["Max"] == _reference(every_other)["Max"]
 
 
+@needs_kernel
+@pytest.mark.parametrize("make", [
+    lambda: torch.randint(0, 100, (8, 33))[:, 1:],  # a token batch sliced from a longer one
+    lambda: torch.randint(-2**40, 2**40, (3, 5, 7)).transpose(0, 2),
+    lambda: torch.randint(-128, 127, (257,), dtype=torch.int8)[::3],
+    lambda: torch.randint(0, 255, (4, 4), dtype=torch.uint8),
+    lambda: torch.randint(-999, 999, (6, 6), dtype=torch.int16).t(),
+    lambda: torch.arange(12, dtype=torch.int32).expand(3, 12),
+    lambda: torch.tensor(-7),
+], ids=["sliced int64", "permuted int64", "every third int8", "uint8", "transposed int16", "expanded int32",
+        "0-d"])
+def test_integers_in_one_pass_over_any_strides(make, monkeypatch):
+    t = make()
+    got = stats.reduce(t, "normal", False).ready
+    monkeypatch.setattr(native, "_loaded", None)  # the numpy path, as on a machine without a compiler
+    monkeypatch.setattr(native, "_tried", True)
+    numpy_path, want = stats.reduce(t, "normal", False).ready, _reference(t)
+    for name in ("Max", "Min", "Mean", "Norm"):  # exact below 2^53 (sums of squares of 2^40 are not)
+        assert got[name] == pytest.approx(numpy_path[name], rel=1e-15) == pytest.approx(float(want[name]), rel=1e-15)
+    assert got["Max"] == want["Max"] and got["Min"] == want["Min"]
+
+
+@needs_kernel
+def test_bools_in_one_pass_over_any_strides():
+    mask = torch.ones(32, 32, dtype=torch.bool).triu(1)
+    cases = [(mask, (True, False)), (mask.t()[::2], (True, False)), (torch.ones(5, 3, dtype=torch.bool).t(), (True, True)),
+             (torch.zeros(7, dtype=torch.bool), (False, False)), (torch.tensor(True), (True, True))]
+    for tensor, (any_, all_) in cases:
+        assert stats.reduce(tensor, "normal", False).ready == {"Max": any_, "Min": all_, "Mean": None, "Norm": None}
+
+
 def test_without_a_compiler_numpy_gives_the_same_numbers(tmp_path):
     """A machine without a C compiler: nothing is built, the dump's numbers are numpy's, equal to ~1e-6."""
     script = (

@@ -12,6 +12,8 @@
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
  *
+ * int_stats: the same for integer and bool blocks.
+ *
  * stats: numbers follow numpy's rules: any NaN makes every result NaN; sums run in independent lanes
  * so the compiler can vectorise them without reassociating one long chain (and without -ffast-math,
  * which would drop NaN handling), each lane's float sums carried into its own double every BLOCK
@@ -434,8 +436,95 @@ fail:
 #include "_call.c"
 #include "_backward.c"
 
+/* Integer and bool tensors, as stats.py's numpy path reduces them: each element widened to double, Max/Min
+ * of the doubles, sums in double (exact while partial sums stay below 2^53: token ids, counts, masks).
+ * Any strides (a token batch sliced from a longer one): no copy to make first. */
+enum { INT_I64 = 0, INT_I32 = 1, INT_I16 = 2, INT_I8 = 3, INT_U8 = 4, INT_BOOL = 5 };
+
+/* One row of `n` elements `step` apart into the running Max/Min/sums (or any/all for bools) */
+#define INT_ROW(TYPE)                                                    \
+    {                                                                    \
+        const TYPE *x = (const TYPE *)row;                               \
+        for (Py_ssize_t i = 0; i < n; i++) {                             \
+            double v = (double)x[i * step];                              \
+            acc[0] = v > acc[0] ? v : acc[0];                            \
+            acc[1] = v < acc[1] ? v : acc[1];                            \
+            acc[2] += v;                                                 \
+            acc[3] += v * v;                                             \
+        }                                                                \
+    }
+
+static void int_row(const char *row, Py_ssize_t n, Py_ssize_t step, int kind, double acc[4], int flags[2]) {
+    switch (kind) {
+    case INT_I64: INT_ROW(int64_t) break;
+    case INT_I32: INT_ROW(int32_t) break;
+    case INT_I16: INT_ROW(int16_t) break;
+    case INT_I8: INT_ROW(int8_t) break;
+    case INT_U8: INT_ROW(uint8_t) break;
+    default:
+        for (Py_ssize_t i = 0; i < n; i++) {
+            flags[0] |= row[i * step] != 0;
+            flags[1] &= row[i * step] != 0;
+        }
+    }
+}
+
+/* int_stats(address, kind, shape, strides) -> (max, min, sum, sum_of_squares) as floats, or (any, all) as
+ * bools for INT_BOOL; shape and strides (in elements) are tuples of ints, at least one element */
+static PyObject *int_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const Py_ssize_t item_size[6] = {8, 4, 2, 1, 1, 1};
+    if (nargs != 4 || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3]) ||
+        PyTuple_GET_SIZE(args[2]) != PyTuple_GET_SIZE(args[3]) || PyTuple_GET_SIZE(args[2]) > MAX_DIMS) {
+        PyErr_SetString(PyExc_TypeError, "int_stats(address, kind, shape: tuple, strides: tuple)");
+        return NULL;
+    }
+    const char *data = (const char *)PyLong_AsVoidPtr(args[0]);
+    long kind = PyLong_AsLong(args[1]);
+    Py_ssize_t dims = PyTuple_GET_SIZE(args[2]), size[MAX_DIMS], stride[MAX_DIMS], index[MAX_DIMS] = {0};
+    for (Py_ssize_t d = 0; d < dims; d++) {
+        size[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], d));
+        stride[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], d));
+        if (size[d] <= 0 && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "int_stats: empty tensor");
+        }
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (data == NULL || kind < INT_I64 || kind > INT_BOOL) {
+        PyErr_SetString(PyExc_ValueError, "int_stats: null address or unknown kind");
+        return NULL;
+    }
+    Py_ssize_t item = item_size[kind], last = dims - 1;
+    double acc[4] = {INFINITY * -1.0, INFINITY, 0.0, 0.0};
+    int flags[2] = {0, 1}; /* any, all */
+    Py_ssize_t n = dims ? size[last] : 1, step = dims ? stride[last] : 1;
+    for (;;) { /* each row along the last dimension */
+        Py_ssize_t offset = 0;
+        for (Py_ssize_t d = 0; d < last; d++) {
+            offset += index[d] * stride[d];
+        }
+        int_row(data + offset * item, n, step, (int)kind, acc, flags);
+        Py_ssize_t d = last - 1;
+        while (d >= 0 && ++index[d] == size[d]) {
+            index[d--] = 0;
+        }
+        if (d < 0) {
+            break;
+        }
+    }
+    int any = flags[0], all = flags[1];
+    double high = acc[0], low = acc[1], total = acc[2], squares = acc[3];
+    if (kind == INT_BOOL) {
+        return Py_BuildValue("(OO)", any ? Py_True : Py_False, all ? Py_True : Py_False);
+    }
+    return Py_BuildValue("(dddd)", high, low, total, squares);
+}
+
+
 static PyMethodDef methods[] = {
     {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
+    {"int_stats", (PyCFunction)(void (*)(void))int_stats, METH_FASTCALL, "(max, min, sum, sum of squares) or (any, all)"},
     {"stack_anchor", (PyCFunction)(void (*)(void))stack_anchor, METH_FASTCALL, "(frame, lasti) where a stack starts"},
     {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},

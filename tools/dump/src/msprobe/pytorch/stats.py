@@ -22,6 +22,8 @@ _WIDE_NUMEL = 1 << 16  # above this, float32 accumulation on the CPU drifts (1e6
 NATIVE_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
 NATIVE_KINDS = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
                  torch.float64: native.F64}
+NATIVE_INT_KINDS = {torch.int64: native.I64, torch.int32: native.I32, torch.int16: native.I16, torch.int8: native.I8,
+                    torch.uint8: native.U8, torch.bool: native.BOOL}
 
 
 class Handle:
@@ -60,9 +62,13 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     kind = _KINDS.get(dtype)
     if numel == 0 or kind is None or t.layout != torch.strided or t.is_meta:
         return Handle("none", (), numel, crc)
+    cpu = t.is_cpu
+    if cpu and dtype in NATIVE_INT_KINDS:
+        ready = _native_int_stats(t, dtype, numel)
+        if ready is not None:
+            return Handle("host", (), numel, crc, ready=ready)
     if kind == "bool":
         return Handle("bool", (t.any(), t.all()), numel, crc)
-    cpu = t.is_cpu
     if cpu and numel <= NATIVE_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
         ready = _native_stats(t, dtype, numel)
         if ready is not None:
@@ -93,6 +99,20 @@ def _native_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
     if kernel is None or not (t.is_contiguous() or dense(t)):
         return None
     high, low, total, squares = kernel.stats(t.data_ptr(), numel, NATIVE_KINDS[dtype])
+    return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
+
+
+def _native_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
+    """Integers and bools in one C pass over their strides, as ``_host_stats`` reduces them (widened to
+    float64), or None without the compiled kernel. Not numpy: the first numpy calls of a step (a token
+    batch, a mask) cost ~100 us here, of caches made cold by the step's own work."""
+    kernel = native.helpers()
+    if kernel is None:
+        return None
+    values = kernel.int_stats(t.data_ptr(), NATIVE_INT_KINDS[dtype], tuple(t.shape), t.stride())
+    if dtype == torch.bool:
+        return {"Max": values[0], "Min": values[1], "Mean": None, "Norm": None}
+    high, low, total, squares = values
     return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
 
 
