@@ -9,9 +9,11 @@
  * The statistics cache is the dict of msprobe/pytorch/content_cache.py, with its keys and values:
  * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict). This adds
  * records by tensor object: id(tensor) (an int key, which the content keys never equal) -> (weakref to
- * the tensor, version, dtype, record). The same object at the same version, shape and dtype has
- * the same record but for requires_grad, read again: one API's output is the next one's input (an
- * optimizer's chain of in-place updates), and probing the layout again costs 4 method calls.
+ * the tensor, version, dtype, record, contiguous). The same object at the same version, shape and dtype
+ * has the same record but for requires_grad, read again: one API's output is the next one's input (an
+ * optimizer's chain of in-place updates), and probing the layout again costs 4 method calls. The same
+ * object, kept contiguous, at a new version (the next in-place update) has new statistics but probes
+ * only what a new version can have changed (changed_record).
  */
 
 static PyObject *s_stride, *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_contiguous, *s_is_neg, *s_numel, *s_base,
@@ -138,33 +140,92 @@ static int layout_rows(const Layout *layout) {
     return layout->dims >= 2 && layout->stride[layout->dims - 1] == 1 && layout->size[layout->dims - 1] > 1;
 }
 
-/* The statistics of a strided tensor in rows: each row in one pass, the rows' results combined */
+/* The layout with the same elements in fewer, longer rows: statistics do not depend on the order, so the
+ * dimensions are put in order of decreasing stride (broadcast ones, of stride 0, outermost) and each one
+ * that continues the next is merged into it. A chunk of a fused projection viewed as heads and
+ * transposed, (8, 4, 32, 16) of strides (6144, 16, 192, 1), becomes 256 rows of 64. */
+static void merged_rows(const Layout *layout, Layout *merged) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < layout->dims; i++) { /* insertion sort, dimensions of one element dropped */
+        Py_ssize_t size = layout->size[i], stride = layout->stride[i], j = n++;
+        if (size == 1) {
+            n--;
+            continue;
+        }
+        for (; j > 0 && (merged->stride[j - 1] != 0 && (stride == 0 || merged->stride[j - 1] < stride)); j--) {
+            merged->size[j] = merged->size[j - 1];
+            merged->stride[j] = merged->stride[j - 1];
+        }
+        merged->size[j] = size;
+        merged->stride[j] = stride;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kept > 0 && merged->stride[i] != 0 && merged->stride[kept - 1] == merged->size[i] * merged->stride[i]) {
+            merged->size[kept - 1] *= merged->size[i]; /* the outer dimension continues this one */
+            merged->stride[kept - 1] = merged->stride[i];
+        } else {
+            merged->size[kept] = merged->size[i];
+            merged->stride[kept] = merged->stride[i];
+            kept++;
+        }
+    }
+    merged->dims = kept;
+}
+
+/* out (the results so far, `any` of them) combined with a chunk's: NaN anywhere makes every statistic NaN */
+static void combine(double out[4], const double part[4], int any) {
+    out[0] = !any || part[0] > out[0] ? part[0] : out[0];
+    out[1] = !any || part[1] < out[1] ? part[1] : out[1];
+    out[2] = any ? out[2] + part[2] : part[2];
+    out[3] = any ? out[3] + part[3] : part[3];
+}
+
+/* The statistics of a strided tensor in rows (layout_rows): rows copied into a buffer one after another
+ * and the buffer reduced when full (a row of 16 elements is too short to reduce on its own: 1,024 of
+ * them took 67 us, gathered 5 us) */
 static void reduce_rows(const char *data, const Layout *layout, int kind, Py_ssize_t item, double out[4]) {
-    Py_ssize_t index[MAX_DIMS] = {0}, outer = layout->dims - 1, width = layout->size[outer];
-    double high = -INFINITY, low = INFINITY, total = 0.0, squares = 0.0;
+    double buffer[2048]; /* 16 KB: in L1 with the rows it is copied from */
+    Layout rows;
+    merged_rows(layout, &rows);
+    Py_ssize_t index[MAX_DIMS] = {0}, outer = rows.dims - 1, width = rows.size[outer];
+    Py_ssize_t capacity = (Py_ssize_t)sizeof buffer / item, filled = 0;
     int any = 0;
+    out[0] = out[1] = out[2] = out[3] = 0.0;
     for (;;) {
         Py_ssize_t offset = 0;
         for (Py_ssize_t d = 0; d < outer; d++) {
-            offset += index[d] * layout->stride[d];
+            offset += index[d] * rows.stride[d];
         }
-        double row[4];
-        reduce_block(data + offset * item, width, kind, row);
-        high = !any || row[0] > high ? row[0] : high; /* a NaN row: all NaN below, from its squares */
-        low = !any || row[1] < low ? row[1] : low;
-        any = 1;
-        total += row[2];
-        squares += row[3];
+        const char *row = data + offset * item;
+        for (Py_ssize_t left = width; left > 0;) {
+            Py_ssize_t take = left < capacity - filled ? left : capacity - filled;
+            memcpy((char *)buffer + filled * item, row, (size_t)(take * item));
+            filled += take;
+            row += take * item;
+            left -= take;
+            if (filled == capacity) {
+                double part[4];
+                reduce_block(buffer, filled, kind, part);
+                combine(out, part, any);
+                any = 1;
+                filled = 0;
+            }
+        }
         Py_ssize_t d = outer - 1;
-        while (d >= 0 && ++index[d] == layout->size[d]) {
+        while (d >= 0 && ++index[d] == rows.size[d]) {
             index[d--] = 0;
         }
         if (d < 0) {
             break;
         }
     }
-    out[0] = high; out[1] = low; out[2] = total; out[3] = squares;
-    if (isnan(squares)) { /* a NaN in any row: every statistic NaN, as for one block */
+    if (filled > 0) {
+        double part[4];
+        reduce_block(buffer, filled, kind, part);
+        combine(out, part, any);
+    }
+    if (isnan(out[3])) { /* a NaN in any chunk: every statistic NaN, as for one block */
         out[0] = out[1] = out[2] = NAN;
     }
 }
@@ -236,7 +297,7 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
 static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args,
-                                   PyObject **version_out) {
+                                   PyObject **version_out, int *contiguous) {
     PyObject *entries = args[0];
     Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
     int md5 = PyObject_IsTrue(args[5]);
@@ -249,7 +310,7 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
     Layout layout;
     int rows = 0;
     if (ok > 0) {
-        ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
+        ok = *contiguous = attribute_is(tensor, s_is_contiguous, Py_True, 1);
         if (ok == 0 && !md5) { /* CRC-32 follows the element order; statistics do not: a dense block or rows */
             ok = read_layout(tensor, &layout);
             if (ok > 0 && !layout_dense(&layout)) {
@@ -331,18 +392,22 @@ static int same_dims(PyObject *shape, PyObject *dims) {
 }
 
 /* The record kept for this tensor object when it is still at that version, shape and dtype (a new
- * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. */
-static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype) {
-    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4 ||
+ * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. `moved` is set when only
+ * the version differs and the tensor was contiguous when kept: changed_record's case. */
+static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype, int *moved) {
+    *moved = 0;
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 5 ||
         weak_target(PyTuple_GET_ITEM(known, 0)) != tensor || PyTuple_GET_ITEM(known, 2) != dtype) {
         return NULL;
     }
     PyObject *kept = PyTuple_GET_ITEM(known, 3);
     PyObject *version = PyObject_GetAttr(tensor, s_version), *shape = NULL, *record = NULL;
     int same = version == NULL ? -1 : PyObject_RichCompareBool(version, PyTuple_GET_ITEM(known, 1), Py_EQ);
-    if (same > 0) {
+    if (same >= 0) {
         shape = PyObject_GetAttr(tensor, s_shape);
-        same = shape == NULL ? -1 : same_dims(shape, PyDict_GetItem(kept, k_shape));
+        int dims = shape == NULL ? -1 : same_dims(shape, PyDict_GetItem(kept, k_shape));
+        *moved = same == 0 && dims > 0 && PyTuple_GET_ITEM(known, 4) == Py_True;
+        same = dims < 0 ? -1 : same && dims;
     }
     PyObject *grad = same > 0 ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
     if (grad != NULL) {
@@ -360,15 +425,68 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
     return record;
 }
 
+/* The record of a tensor object kept contiguous at an earlier version, of the same shape and dtype: an
+ * in-place op's output (an optimizer's chain of updates on one parameter; half of an L1 step's records).
+ * Its layout is probed again only as far as it can have changed (device, lazy negation, contiguity,
+ * address: a `.data` swap or `set_` keeps the object); the content cache is neither read (this
+ * version's contents are new) nor written. NULL without error where the full path must decide. */
+static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known, PyObject *tensor, int kind,
+                                PyObject *const *args) {
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
+    int md5 = PyObject_IsTrue(args[5]);
+    PyObject *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
+    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t numel = 1;
+    for (Py_ssize_t i = 0; dims != NULL && i < PyList_GET_SIZE(dims); i++) {
+        numel *= PyLong_AsSsize_t(PyList_GET_ITEM(dims, i));
+    }
+    if (PyErr_Occurred() || dims == NULL || numel <= 0 || numel > max_numel) {
+        PyErr_Clear();
+        return NULL;
+    }
+    int ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
+    if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
+    if (ok > 0) ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
+    PyObject *version = ok > 0 ? PyObject_GetAttr(tensor, s_version) : NULL;
+    PyObject *grad = version != NULL ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
+    static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
+    PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, item_size[kind], NULL) : NULL;
+    PyObject *record = stats != NULL ? PyDict_Copy(kept) : NULL, *value = NULL, *copy = NULL;
+    if (record != NULL && (PyDict_Merge(record, stats, 1) < 0 || PyDict_SetItem(record, k_requires_grad, grad) < 0)) {
+        Py_CLEAR(record);
+    }
+    if (record != NULL) { /* kept again, at this version (the same weak reference) */
+        copy = PyDict_Copy(record);
+        value = copy == NULL ? NULL : PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
+                                                   copy, Py_True);
+        untrack(copy);
+        untrack(value);
+        if (value == NULL || PyDict_SetItem(entries, id, value) < 0) {
+            Py_CLEAR(record);
+        }
+    }
+    Py_XDECREF(value);
+    Py_XDECREF(copy);
+    Py_XDECREF(stats);
+    Py_XDECREF(grad);
+    Py_XDECREF(version);
+    if (record == NULL) {
+        PyErr_Clear(); /* the full path reads the tensor again and reports what fails */
+    }
+    return record;
+}
+
 /* Keep `record` under id(tensor) (a copy: callers may add to theirs) */
 static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *dtype,
-                       PyObject *record, Py_ssize_t limit) {
+                       PyObject *record, Py_ssize_t limit, int contiguous) {
     if (PyDict_GET_SIZE(entries) >= limit) {
         PyDict_Clear(entries);
     }
     PyObject *ref = PyWeakref_NewRef(tensor, NULL), *copy = PyDict_Copy(record), *value = NULL;
     if (ref != NULL && copy != NULL) {
-        value = PyTuple_Pack(4, ref, version, dtype, copy);
+        value = PyTuple_Pack(5, ref, version, dtype, copy, contiguous > 0 ? Py_True : Py_False);
         untrack(ref);
         untrack(copy);
         untrack(PyDict_GetItem(copy, k_shape));
@@ -412,14 +530,19 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     PyObject *known = PyDict_GetItemWithError(args[0], id);
-    PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype);
+    int moved = 0;
+    PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype, &moved);
+    if (record == NULL && moved) {
+        record = changed_record(args[0], id, known, tensor, (int)kind, args);
+    }
     if (record != NULL || PyErr_Occurred()) {
         Py_DECREF(id);
         Py_DECREF(dtype);
         return record;
     }
     PyObject *version = NULL;
-    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version);
+    int contiguous = 0;
+    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version, &contiguous);
     if (stats == NULL || stats == Py_None) {
         Py_DECREF(id);
         Py_DECREF(dtype);
@@ -437,7 +560,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_CLEAR(record);
         }
         Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit) < 0)) {
+        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit, contiguous) < 0)) {
             Py_CLEAR(record);
         }
     }
