@@ -72,20 +72,25 @@ def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, .
     return functools.partial(_HOOK, engine, call, side, path)
 
 
-def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[Any]) -> Any:
+def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[Any],
+         recorded_later: bool = True) -> Any:
     """An identity view of each differentiable tensor, hooked so its gradient belongs to this call only.
-    ``count``: [views made, the last one]."""
+    ``count``: [views made, the last one]. ``recorded_later``: a recorded call may get the view as its
+    argument (a module's inner calls, nested API calls), so it gets the original's statistics (an API's
+    arguments are gated only around the API's own body, which is not recorded without record_nested:
+    finding the original's statistics of a strided tensor in the Python cache cost ~25 us a gate)."""
     if isinstance(value, torch.Tensor):
         if value.requires_grad and value.layout == torch.strided:
             view = value.view_as(value)
-            engine.adapter.alias(view, value)
+            if recorded_later:
+                engine.adapter.alias(view, value)
             _hook_new_tensor(view, _gradient_hook(engine, call, side, path))
             count[0] += 1
             count[1] = view
             return view
         return value
     if isinstance(value, (list, tuple)) and len(path) < 2 and any(isinstance(v, torch.Tensor) for v in value):
-        items = [gate(engine, call, side, v, path + (i,), count) for i, v in enumerate(value)]
+        items = [gate(engine, call, side, v, path + (i,), count, recorded_later) for i, v in enumerate(value)]
         return _rebuild(value, items)
     return value
 
@@ -108,10 +113,11 @@ def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
     hooks[_OWN_KEY] = hook
 
 
-def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of) -> Any:
-    """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output."""
+def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of, nested: bool = False) -> Any:
+    """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output. ``nested``: the
+    calls the body makes are recorded (record_nested)."""
     count_in = [0, None]
-    gated = [gate(engine, call, "output", a, (i,), count_in) for i, a in enumerate(args)]
+    gated = [gate(engine, call, "output", a, (i,), count_in, nested) for i, a in enumerate(args)]
     new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated),
                                               functools.partial(_not_among, (args, gated)))
     if count_in[0] or hooked_out:

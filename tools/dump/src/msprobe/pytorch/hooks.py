@@ -59,10 +59,11 @@ class DumpMode(TorchFunctionMode):
             return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)
         if call is None:
             return self._runner.body(func, args, kwargs)
-        return run_recorded(engine, call, key[1], lambda *a, **k: self._runner.body(func, a, k), args, kwargs)
+        return run_recorded(engine, call, key[1], lambda *a, **k: self._runner.body(func, a, k), args, kwargs,
+                            nested=True)
 
 
-def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) -> Any:
+def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs, nested: bool = False) -> Any:
     grad_mode = torch.is_grad_enabled()
     if not grad_mode:  # (an optimizer's step): nothing to switch, and no backward to gate
         engine.api_inputs(call, args, kwargs)
@@ -77,7 +78,7 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs) 
     if call.want_backward and not _inplace(name):
         engine.busy = True
         try:
-            output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs))
+            output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs), nested)
         finally:
             engine.busy = False
     else:
