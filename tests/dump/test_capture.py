@@ -134,3 +134,22 @@ def test_shipped_api_list_is_generated_from_torch(repo_root):
     done = subprocess.run([sys.executable, str(repo_root / "tools/dump/scripts/gen_support_wrap_ops.py"), "--check"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+class _Tied(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Parameter(torch.ones(2))
+        self.second = self.first  # one parameter under two names
+        self.register_parameter("unset", None)
+        self.last = nn.Parameter(torch.zeros(1))
+
+
+@pytest.mark.parametrize("module", [nn.Linear(3, 2), nn.Linear(3, 2, bias=False), _Tied(), nn.Sequential(nn.Linear(2, 2))],
+                         ids=["linear", "no bias", "tied and unset", "container"])
+def test_a_modules_own_parameters_as_named_parameters_lists_them(module):
+    from msprobe.pytorch.hooks import _own_parameters
+
+    want = dict(module.named_parameters(recurse=False))
+    got = _own_parameters(module)
+    assert list(got) == list(want) and all(got[name] is want[name] for name in want)
