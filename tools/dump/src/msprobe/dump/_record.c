@@ -391,6 +391,24 @@ static int same_dims(PyObject *shape, PyObject *dims) {
     return same;
 }
 
+/* `record`, or NULL without error: the full path reads the tensor again and reports what fails */
+static PyObject *or_declined(PyObject *record) {
+    if (record == NULL) {
+        PyErr_Clear();
+    }
+    return record;
+}
+
+/* A copy of the kept record `kept` with `stats` (NULL: none) merged in and requires_grad set to `grad` */
+static PyObject *copied_record(PyObject *kept, PyObject *stats, PyObject *grad) {
+    PyObject *record = PyDict_Copy(kept);
+    if (record != NULL && ((stats != NULL && PyDict_Merge(record, stats, 1) < 0) ||
+                           PyDict_SetItem(record, k_requires_grad, grad) < 0)) {
+        Py_CLEAR(record);
+    }
+    return record;
+}
+
 /* The record kept for this tensor object when it is still at that version, shape and dtype (a new
  * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. `moved` is set when only
  * the version differs and the tensor was contiguous when kept: changed_record's case. */
@@ -411,18 +429,12 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
     }
     PyObject *grad = same > 0 ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
     if (grad != NULL) {
-        record = PyDict_Copy(kept);
-        if (record != NULL && PyDict_SetItem(record, k_requires_grad, grad) < 0) {
-            Py_CLEAR(record);
-        }
+        record = copied_record(kept, NULL, grad);
     }
     Py_XDECREF(version);
     Py_XDECREF(shape);
     Py_XDECREF(grad);
-    if (record == NULL) {
-        PyErr_Clear(); /* the full path reads the tensor again and reports what fails */
-    }
-    return record;
+    return or_declined(record);
 }
 
 /* The record of a tensor object kept contiguous at an earlier version, of the same shape and dtype: an
@@ -453,10 +465,7 @@ static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known
     PyObject *grad = version != NULL ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
     static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
     PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, item_size[kind], NULL) : NULL;
-    PyObject *record = stats != NULL ? PyDict_Copy(kept) : NULL, *value = NULL, *copy = NULL;
-    if (record != NULL && (PyDict_Merge(record, stats, 1) < 0 || PyDict_SetItem(record, k_requires_grad, grad) < 0)) {
-        Py_CLEAR(record);
-    }
+    PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL, *value = NULL, *copy = NULL;
     if (record != NULL) { /* kept again, at this version (the same weak reference) */
         copy = PyDict_Copy(record);
         value = copy == NULL ? NULL : PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
@@ -472,10 +481,7 @@ static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known
     Py_XDECREF(stats);
     Py_XDECREF(grad);
     Py_XDECREF(version);
-    if (record == NULL) {
-        PyErr_Clear(); /* the full path reads the tensor again and reports what fails */
-    }
-    return record;
+    return or_declined(record);
 }
 
 /* Keep `record` under id(tensor) (a copy: callers may add to theirs) */
