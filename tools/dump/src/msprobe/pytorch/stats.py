@@ -63,7 +63,7 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     if numel == 0 or kind is None or t.layout != torch.strided or t.is_meta:
         return Handle("none", (), numel, crc)
     cpu = t.is_cpu
-    if cpu and dtype in NATIVE_INT_KINDS:
+    if cpu and dtype in NATIVE_INT_KINDS and numel <= NATIVE_NUMEL:
         ready = _native_int_stats(t, dtype, numel)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
