@@ -36,7 +36,8 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     import msprobe.pytorch.stats as stats
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
-    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
+    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "capturer": engine.stack.capturer,
+                "entry": stepfiles.StepWriter.entry,
                 "appender": stepfiles.StepWriter.appender, "gate": gates.gate, "hooks_gate": hooks.gate,
                 "gate_output": gates._gate_output}
     nowhere = os.open(os.devnull, os.O_WRONLY)
@@ -54,6 +55,7 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
 
     def stacks(off: bool) -> None:
         engine.stack.capture = (lambda *args: []) if off else original["capture"]
+        engine.stack.capturer = (lambda: engine.stack.capture) if off else original["capturer"]
 
     def journal(off: bool) -> None:  # calls recorded in C (record_plain_call) still encode theirs, for nothing
         stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]

@@ -372,6 +372,50 @@ static PyObject *stack_anchor(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* recent_stack(skip, classify, recent, suspendable, capture) -> stack.capture() for the innermost Python
+ * frame: its common case here (the anchor frame is remembered in `recent` and its call site was seen:
+ * an optimizer's loop, a model's forward), anything else by calling `capture` (stack.py). `recent` maps
+ * id(frame) to (frame, {lasti: frames}); `suspendable`: the code flags of frames never remembered. */
+static PyObject *recent_stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyDict_Check(args[0]) || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "recent_stack(skip: dict, classify, recent: dict, suspendable, capture)");
+        return NULL;
+    }
+    long suspendable = PyLong_AsLong(args[3]);
+    if (suspendable == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyFrameObject *top = PyEval_GetFrame(); /* borrowed */
+    PyObject *frame_args[3] = {(PyObject *)top, args[0], args[1]};
+    PyObject *found = top == NULL ? NULL : stack_anchor(self, frame_args, 3);
+    if (found == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        return PyObject_CallNoArgs(args[4]);
+    }
+    PyObject *frames = NULL;
+    if (PyTuple_Check(found)) {
+        PyFrameObject *anchor = (PyFrameObject *)PyTuple_GET_ITEM(found, 0);
+        PyCodeObject *code = PyFrame_GetCode(anchor);
+        int remembered = !(code->co_flags & suspendable);
+        Py_DECREF(code);
+        PyObject *id = remembered ? PyLong_FromVoidPtr(anchor) : NULL;
+        PyObject *hit = id == NULL ? NULL : PyDict_GetItemWithError(args[2], id);
+        if (hit != NULL && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 &&
+            PyTuple_GET_ITEM(hit, 0) == (PyObject *)anchor && PyDict_Check(PyTuple_GET_ITEM(hit, 1))) {
+            frames = PyDict_GetItemWithError(PyTuple_GET_ITEM(hit, 1), PyTuple_GET_ITEM(found, 1));
+            Py_XINCREF(frames);
+        }
+        Py_XDECREF(id);
+    }
+    Py_DECREF(found);
+    if (frames != NULL || PyErr_Occurred()) {
+        return frames;
+    }
+    return PyObject_CallNoArgs(args[4]); /* walked and remembered by stack.py */
+}
+
 /* stack_key(frame, skip, classify, limit) -> (id(code), lasti, ...) of the frames from `frame` outward
  * that are not skipped, at most `limit` of them, and their code objects. `skip` maps id(code) to a
  * bool; `classify(code)` answers (and fills `skip`) for a code not seen before. */
@@ -527,6 +571,7 @@ static PyMethodDef methods[] = {
     {"int_stats", (PyCFunction)(void (*)(void))int_stats, METH_FASTCALL, "(max, min, sum, sum of squares) or (any, all)"},
     {"stack_anchor", (PyCFunction)(void (*)(void))stack_anchor, METH_FASTCALL, "(frame, lasti) where a stack starts"},
     {"stack_key", (PyCFunction)(void (*)(void))stack_key, METH_FASTCALL, "(key, codes) of the caller's stack"},
+    {"recent_stack", (PyCFunction)(void (*)(void))recent_stack, METH_FASTCALL, "stack.capture(), remembered sites in C"},
     {"crc32", (PyCFunction)(void (*)(void))crc32, METH_FASTCALL, "zlib.crc32 of a block of bytes"},
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
     {"journal_entry", (PyCFunction)(void (*)(void))journal_entry, METH_FASTCALL, "write and keep an entry's journal line"},

@@ -317,7 +317,7 @@ class DumpEngine:
             return None
         fd, lines, metadata = journal
         return (self, self._counters, self._bases) + walk + (fd, lines, metadata,
-                self._modules if self.module_level else None, self._pending, stack.capture, self._add_rest)
+                self._modules if self.module_level else None, self._pending, stack.capturer(), self._add_rest)
 
     def _add_rest(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor], with_stack: bool) -> None:
         self._add(name, entry, tensors, stack.capture() if with_stack else None)

