@@ -158,3 +158,34 @@ def test_record_plain_call_lets_the_apis_error_through(tmp_path):
     assert context[1] == {"Tensor.add_": 1}  # the call was counted, as api_begin counts it
     with pytest.raises(TypeError, match="malformed context"):
         kernel.record_plain_call(context[:2] + ([],) + context[3:], ("Torch", "neg"), torch.neg, (torch.ones(1),), None)
+
+
+def test_mode_dispatch_records_plain_calls_and_hands_the_rest_on(tmp_path):
+    """DumpMode.__torch_function__'s C front (_mode.c): a function outside the API list, or any call while
+    the engine is busy, runs as is; a call without autograd is recorded in C while the plain context is
+    set; anything else goes to the Python method."""
+    context, fd, rest, _ = _context(tmp_path)
+    engine = context[0]
+    engine.plain = None
+    method_calls = []
+
+    def method(mode, func, types, args=(), kwargs=None):
+        method_calls.append(func)
+        return "method"
+
+    table = {torch.neg: ("Torch", "neg")}
+    grad = [False]
+    state = (table, engine, lambda: grad[0], method)
+    dispatch = lambda func, args, kwargs=None: kernel.mode_dispatch(state, "mode", func, (), args, kwargs)
+    x = torch.ones(2)
+    assert torch.equal(dispatch(torch.add, (x, x), {"alpha": 2}), torch.full((2,), 3.0))  # not in the table
+    assert dispatch(torch.neg, (x,)) == "method"  # no plain context yet
+    engine.plain = context
+    assert torch.equal(dispatch(torch.neg, (x,)), -x) and context[1] == {"Torch.neg": 1}  # recorded in C
+    grad[0] = True
+    assert dispatch(torch.neg, (x,)) == "method"  # with autograd: gates are Python's
+    engine.busy = True
+    assert torch.equal(dispatch(torch.neg, (x,)), -x) and context[1] == {"Torch.neg": 1}  # busy: as is
+    assert method_calls == [torch.neg, torch.neg] and not rest
+    assert kernel.mode_dispatch(state, "mode", torch.neg, (), args=(x,)) == "method"  # keywords: the method's
+    os.close(fd)

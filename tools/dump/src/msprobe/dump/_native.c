@@ -478,6 +478,7 @@ fail:
 #include "_walk.c"
 #include "_json.c"
 #include "_call.c"
+#include "_mode.c"
 #include "_backward.c"
 
 /* Integer and bool tensors, as stats.py's numpy path reduces them: each element widened to double, Max/Min
@@ -580,6 +581,7 @@ static PyMethodDef methods[] = {
     {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},
     {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},
     {"record_plain_call", (PyCFunction)(void (*)(void))record_plain_call, METH_FASTCALL, "a no-grad API call, recorded"},
+    {"mode_dispatch", (PyCFunction)(void (*)(void))mode_dispatch, METH_FASTCALL | METH_KEYWORDS, "DumpMode.__torch_function__'s common cases"},
     {"finish_call", (PyCFunction)(void (*)(void))finish_call, METH_FASTCALL, "a call's outputs and forward entry"},
     {"record_gradient", (PyCFunction)(void (*)(void))record_gradient, METH_FASTCALL, "a gradient hook of a recorded call"},
     {"record_param_gradient", (PyCFunction)(void (*)(void))record_param_gradient, METH_FASTCALL, "a parameter's gradient hook"},
@@ -590,7 +592,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
-    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0) {
+    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || mode_init() < 0 || backward_init() < 0) {
         return NULL;
     }
 #if defined(HAVE_CLMUL) || defined(HAVE_AVX2)

@@ -5,6 +5,7 @@ parameter gradient hooks. Gradient gates: ``gates.py``; nested calls (``record_n
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -43,6 +44,9 @@ class DumpMode(TorchFunctionMode):
         self._runner = NestedRunner(self)
         helpers = native.helpers()
         self._record_plain = None if nested or helpers is None else helpers.record_plain_call
+        if self._record_plain is not None:  # the common cases without this method's frame (_mode.c)
+            state = (self.table, engine, _grad_enabled, DumpMode.__torch_function__)
+            self.__torch_function__ = types.MethodType(functools.partial(helpers.mode_dispatch, state), self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         key = self.table.get(func)
