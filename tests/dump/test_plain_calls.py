@@ -5,6 +5,7 @@ Python paths (api_begin, api_inputs, api_outputs, backward_grad, _add) leave, an
 names, counts, writes and hands over what it does not write."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -125,6 +126,7 @@ def test_record_plain_call_names_counts_writes_and_keeps(tmp_path):
     assert [json.loads(line) for line in written] == [["d", f"Torch.add.{i}.forward", entry] for i in (0, 1)]
     assert list(lines) == ["Torch.add.0.forward", "Torch.add.1.forward"] and lines["Torch.add.1.forward"] == written[1] + b"\n"
     assert metadata == [("s", f"Torch.add.{i}.forward", ["File a.py, line 1, in f, \n x"]) for i in (0, 1)]
+    assert not any(gc.is_tracked(item) for item in metadata)  # no young-generation collections for them
 
 
 def test_record_plain_call_construct_parents_and_empty_stacks(tmp_path):

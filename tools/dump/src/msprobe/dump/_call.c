@@ -98,8 +98,12 @@ static PyObject *forward_name(PyObject *const *context, PyObject *key) {
     return failed ? NULL : PyUnicode_FromFormat("%U.%zd.forward", base, index);
 }
 
+/* A metadata record (kind, name, value) onto the step's list. Out of the cycle collector's sight: its
+ * items are strings, None or a stack's list of strings, none of which can lead back to it, and a step
+ * keeps hundreds of them (each tracked one brought the young generation's next collection closer). */
 static int append_pair(PyObject *list, PyObject *kind, PyObject *name, PyObject *value) {
     PyObject *item = PyTuple_Pack(3, kind, name, value);
+    untrack(item);
     int failed = item == NULL || PyList_Append(list, item) < 0;
     Py_XDECREF(item);
     return failed ? -1 : 0;
