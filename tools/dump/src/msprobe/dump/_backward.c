@@ -8,16 +8,16 @@
  * hands to the Python hook, which does all of it.
  */
 
-static PyObject *s_generation, *s_emitted, *s_plain, *s_grad_in, *s_grad_out, *s_got_in, *s_got_out,
-    *s_expect_in, *s_expect_out, *s_tensors, *s_backward, *s_open_backward, *k_input, *k_output_side;
+/* the names these read, beside _call.c's s_plain, s_tensors_attr ("tensors") and k_output ("output") */
+static PyObject *s_generation, *s_emitted, *s_grad_in, *s_grad_out, *s_got_in, *s_got_out, *s_expect_in,
+    *s_expect_out, *s_backward, *s_open_backward, *k_input;
 
 static int backward_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
-    INTERN(s_generation, "generation") INTERN(s_emitted, "emitted") INTERN(s_plain, "plain")
+    INTERN(s_generation, "generation") INTERN(s_emitted, "emitted")
     INTERN(s_grad_in, "grad_in") INTERN(s_grad_out, "grad_out") INTERN(s_got_in, "got_in")
     INTERN(s_got_out, "got_out") INTERN(s_expect_in, "expect_in") INTERN(s_expect_out, "expect_out")
-    INTERN(s_tensors, "tensors") INTERN(s_backward, "backward") INTERN(s_open_backward, "_open_backward")
-    INTERN(k_input, "input") INTERN(k_output_side, "output")
+    INTERN(s_backward, "backward") INTERN(s_open_backward, "_open_backward") INTERN(k_input, "input")
 #undef INTERN
     return 0;
 }
@@ -93,12 +93,12 @@ static int emit_backward(PyObject *const *context, PyObject *engine, PyObject *c
         return -1;
     }
     PyObject *grad_in = PyObject_GetAttr(call, s_grad_in), *grad_out = PyObject_GetAttr(call, s_grad_out);
-    PyObject *name = PyObject_GetAttr(call, s_backward), *tensors = PyObject_GetAttr(call, s_tensors);
+    PyObject *name = PyObject_GetAttr(call, s_backward), *tensors = PyObject_GetAttr(call, s_tensors_attr);
     PyObject *entry = PyDict_New(), *fresh = PyList_New(0);
     failed = grad_in == NULL || grad_out == NULL || name == NULL || tensors == NULL || entry == NULL ||
              fresh == NULL || !PyUnicode_Check(name) || !PyList_Check(tensors) ||
-             PyDict_SetItem(entry, k_input, grad_in) < 0 || PyDict_SetItem(entry, k_output_side, grad_out) < 0 ||
-             add_entry(context, name, entry, tensors, 0) < 0 || PyObject_SetAttr(call, s_tensors, fresh) < 0;
+             PyDict_SetItem(entry, k_input, grad_in) < 0 || PyDict_SetItem(entry, k_output, grad_out) < 0 ||
+             add_entry(context, name, entry, tensors, 0) < 0 || PyObject_SetAttr(call, s_tensors_attr, fresh) < 0;
     Py_XDECREF(grad_in);
     Py_XDECREF(grad_out);
     Py_XDECREF(name);

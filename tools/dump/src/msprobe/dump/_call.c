@@ -27,13 +27,14 @@ enum {
 };
 
 static PyObject *s_busy, *s_forward, *v_construct, *v_stack, *k_output, *s_want_forward, *s_inputs, *s_tensors_attr,
-    *s_parent, *s_parameters;
+    *s_parent, *s_parameters, *s_plain;
 
 static int call_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_busy, "busy") INTERN(s_forward, "forward") INTERN(v_construct, "c") INTERN(v_stack, "s")
     INTERN(k_output, "output") INTERN(s_want_forward, "want_forward") INTERN(s_inputs, "inputs")
     INTERN(s_tensors_attr, "tensors") INTERN(s_parent, "parent") INTERN(s_parameters, "parameters")
+    INTERN(s_plain, "plain")
 #undef INTERN
     return 0;
 }
@@ -109,6 +110,17 @@ static int append_pair(PyObject *list, PyObject *kind, PyObject *name, PyObject 
     return failed ? -1 : 0;
 }
 
+/* mix: the construct record of entry `name` under the module call `owner` (a Call, or None: at the top) */
+static int construct_under(PyObject *const *context, PyObject *name, PyObject *owner) {
+    PyObject *parent = owner == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(owner, s_forward);
+    if (parent == NULL) {
+        return -1;
+    }
+    int failed = append_pair(context[P_METADATA], v_construct, name, parent);
+    Py_DECREF(parent);
+    return failed;
+}
+
 /* mix: the construct record of the API under the innermost open module call */
 static int construct(PyObject *const *context, PyObject *name) {
     PyObject *modules = context[P_MODULES];
@@ -116,14 +128,7 @@ static int construct(PyObject *const *context, PyObject *name) {
         return 0;
     }
     Py_ssize_t open = PyList_GET_SIZE(modules);
-    PyObject *parent = open ? PyObject_GetAttr(PyList_GET_ITEM(modules, open - 1), s_forward)
-                            : (Py_INCREF(Py_None), Py_None);
-    if (parent == NULL) {
-        return -1;
-    }
-    int failed = append_pair(context[P_METADATA], v_construct, name, parent);
-    Py_DECREF(parent);
-    return failed;
+    return construct_under(context, name, open ? PyList_GET_ITEM(modules, open - 1) : Py_None);
 }
 
 /* The finished entry (with the caller's stack when `with_stack`): into the journal here, or to the
@@ -279,11 +284,8 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     if (!failed && nargs == 3 && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
         PyObject *parent = PyObject_GetAttr(call, s_parent);
-        PyObject *node = parent == NULL ? NULL
-                         : parent == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(parent, s_forward);
-        failed = node == NULL || append_pair(context[P_METADATA], v_construct, name, node) < 0;
+        failed = parent == NULL || construct_under(context, name, parent) < 0;
         Py_XDECREF(parent);
-        Py_XDECREF(node);
     }
     if (!failed) {
         fresh = PyList_New(0);

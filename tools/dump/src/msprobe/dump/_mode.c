@@ -7,13 +7,6 @@
  * Included by _native.c after _call.c.
  */
 
-static PyObject *s_plain;
-
-static int mode_init(void) {
-    s_plain = PyUnicode_InternFromString("plain");
-    return s_plain == NULL ? -1 : 0;
-}
-
 /* mode_dispatch(state, mode, func, types, args=(), kwargs=None) with state = (table: func -> key, engine,
  * is_grad_enabled, method: DumpMode.__torch_function__, unbound). Bound to the mode (types.MethodType over
  * a functools.partial holding `state`), it is the mode's __torch_function__. */

@@ -592,7 +592,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
-    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || mode_init() < 0 || backward_init() < 0) {
+    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0) {
         return NULL;
     }
 #if defined(HAVE_CLMUL) || defined(HAVE_AVX2)

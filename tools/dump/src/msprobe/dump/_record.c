@@ -80,6 +80,8 @@ static void untrack(PyObject *object) {
 
 #define MAX_DIMS 16
 
+static const Py_ssize_t FLOAT_ITEM_SIZE[4] = {4, 2, 2, 8}; /* bytes of an element of each KIND_* */
+
 typedef struct {
     Py_ssize_t dims, size[MAX_DIMS], stride[MAX_DIMS];
 } Layout;
@@ -356,8 +358,7 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
     if (stats != NULL) {
         Py_INCREF(stats);
     } else if (!PyErr_Occurred()) {
-        static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
-        stats = block_statistics(tensor, count, kind, md5, item_size[kind], rows ? &layout : NULL);
+        stats = block_statistics(tensor, count, kind, md5, FLOAT_ITEM_SIZE[kind], rows ? &layout : NULL);
         if (stats != NULL && store(entries, key, root, stats, limit) < 0) {
             Py_CLEAR(stats);
         }
@@ -409,6 +410,22 @@ static PyObject *copied_record(PyObject *kept, PyObject *stats, PyObject *grad) 
     return record;
 }
 
+/* entries[id] = (ref, version, dtype, a copy of `record`, contiguous), out of the cycle collector's sight */
+static int keep_known(PyObject *entries, PyObject *id, PyObject *ref, PyObject *version, PyObject *dtype,
+                      PyObject *record, int contiguous) {
+    PyObject *copy = PyDict_Copy(record), *value = NULL;
+    if (copy != NULL) {
+        value = PyTuple_Pack(5, ref, version, dtype, copy, contiguous > 0 ? Py_True : Py_False);
+        untrack(copy);
+        untrack(PyDict_GetItem(copy, k_shape));
+        untrack(value);
+    }
+    int failed = value == NULL || PyDict_SetItem(entries, id, value) < 0;
+    Py_XDECREF(copy);
+    Py_XDECREF(value);
+    return failed ? -1 : 0;
+}
+
 /* The record kept for this tensor object when it is still at that version, shape and dtype (a new
  * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. `moved` is set when only
  * the version differs and the tensor was contiguous when kept: changed_record's case. */
@@ -444,10 +461,10 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
  * version's contents are new) nor written. NULL without error where the full path must decide. */
 static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known, PyObject *tensor, int kind,
                                 PyObject *const *args) {
-    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t max_numel = PyLong_AsSsize_t(args[3]);
     int md5 = PyObject_IsTrue(args[5]);
     PyObject *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
-    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
+    if ((max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
         return NULL;
     }
     Py_ssize_t numel = 1;
@@ -463,21 +480,13 @@ static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known
     if (ok > 0) ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
     PyObject *version = ok > 0 ? PyObject_GetAttr(tensor, s_version) : NULL;
     PyObject *grad = version != NULL ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
-    static const Py_ssize_t item_size[4] = {4, 2, 2, 8};
-    PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, item_size[kind], NULL) : NULL;
-    PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL, *value = NULL, *copy = NULL;
-    if (record != NULL) { /* kept again, at this version (the same weak reference) */
-        copy = PyDict_Copy(record);
-        value = copy == NULL ? NULL : PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
-                                                   copy, Py_True);
-        untrack(copy);
-        untrack(value);
-        if (value == NULL || PyDict_SetItem(entries, id, value) < 0) {
-            Py_CLEAR(record);
-        }
+    PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, FLOAT_ITEM_SIZE[kind], NULL) : NULL;
+    PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL;
+    /* kept again, at this version, under the same weak reference */
+    if (record != NULL && keep_known(entries, id, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
+                                     record, 1) < 0) {
+        Py_CLEAR(record);
     }
-    Py_XDECREF(value);
-    Py_XDECREF(copy);
     Py_XDECREF(stats);
     Py_XDECREF(grad);
     Py_XDECREF(version);
@@ -490,18 +499,10 @@ static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObje
     if (PyDict_GET_SIZE(entries) >= limit) {
         PyDict_Clear(entries);
     }
-    PyObject *ref = PyWeakref_NewRef(tensor, NULL), *copy = PyDict_Copy(record), *value = NULL;
-    if (ref != NULL && copy != NULL) {
-        value = PyTuple_Pack(5, ref, version, dtype, copy, contiguous > 0 ? Py_True : Py_False);
-        untrack(ref);
-        untrack(copy);
-        untrack(PyDict_GetItem(copy, k_shape));
-        untrack(value);
-    }
-    int failed = value == NULL || PyDict_SetItem(entries, id, value) < 0;
+    PyObject *ref = PyWeakref_NewRef(tensor, NULL);
+    untrack(ref);
+    int failed = ref == NULL || keep_known(entries, id, ref, version, dtype, record, contiguous) < 0;
     Py_XDECREF(ref);
-    Py_XDECREF(copy);
-    Py_XDECREF(value);
     return failed ? -1 : 0;
 }
 
@@ -566,7 +567,8 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_CLEAR(record);
         }
         Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-        if (record != NULL && (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit, contiguous) < 0)) {
+        if (record != NULL &&
+            (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit, contiguous) < 0)) {
             Py_CLEAR(record);
         }
     }
