@@ -480,6 +480,7 @@ fail:
 #include "_call.c"
 #include "_mode.c"
 #include "_backward.c"
+#include "_module.c"
 
 /* Integer and bool tensors, as stats.py's numpy path reduces them: each element widened to double, Max/Min
  * of the doubles, sums in double (exact while partial sums stay below 2^53: token ids, counts, masks).
@@ -585,6 +586,8 @@ static PyMethodDef methods[] = {
     {"finish_call", (PyCFunction)(void (*)(void))finish_call, METH_FASTCALL, "a call's outputs and forward entry"},
     {"record_gradient", (PyCFunction)(void (*)(void))record_gradient, METH_FASTCALL, "a gradient hook of a recorded call"},
     {"record_param_gradient", (PyCFunction)(void (*)(void))record_param_gradient, METH_FASTCALL, "a parameter's gradient hook"},
+    {"module_pre", (PyCFunction)(void (*)(void))module_pre, METH_FASTCALL, "a module's forward pre hook"},
+    {"module_post", (PyCFunction)(void (*)(void))module_post, METH_FASTCALL, "a module's forward hook"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -592,7 +595,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
-    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0) {
+    if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0 ||
+        module_init() < 0) {
         return NULL;
     }
 #if defined(HAVE_CLMUL) || defined(HAVE_AVX2)

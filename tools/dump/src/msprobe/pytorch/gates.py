@@ -100,6 +100,14 @@ _OWN_KEY = object()
 later with ``register_hook`` (a module's, on an op's output) sits beside ours instead of replacing it."""
 
 
+def hook_parts() -> Optional[Tuple[Any, ...]]:
+    """What a hook in C needs to gate as this module does: (mode stack length, pop, push, the gradient hook,
+    a hook dict's type, our key in it); None where torch lacks the mode stack's entry points."""
+    if _pop_mode is None or _push_mode is None:
+        return None
+    return _modes_active, _pop_mode, _push_mode, _HOOK, OrderedDict, _OWN_KEY
+
+
 def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
     """``tensor.register_hook(hook)`` for a tensor an op made just now (a gate's view, a call's output):
     what register_hook does, less its handle object (nobody removes these hooks: the tensor dies with the

@@ -13,10 +13,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from msprobe.dump import native
-from msprobe.dump.engine import Call, DumpEngine
+from msprobe.dump.calls import Call
+from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
+from .gates import gate, gate_call, gate_outputs, hook_parts, made_after, outside_mode, param_gradient_hook
 from .hook_dicts import HookDicts
 from .model_plan import ModelPlan
 from .nested import NestedRunner
@@ -122,6 +123,7 @@ class Hooks:
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
+        self._shared: Optional[tuple] = None
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
@@ -209,9 +211,29 @@ class Hooks:
         class_name = type(module).__name__
         calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]] = []
         owner = (self.engine.adapter.module_prefix, full, class_name)
-        made = (full, calls, self._pre_hook(full, class_name, calls), self._post_hook(calls), owner, {})
+        pre, post = self._pre_hook(full, class_name, calls), self._post_hook(calls)
+        shared = self._compiled_state()
+        if shared is not None:  # the same hooks in C while the engine's plain context holds (_module.c)
+            helpers = native.helpers()
+            base = ".".join(owner)
+            pre = functools.partial(helpers.module_pre, shared, (base, calls, pre))
+            post = functools.partial(helpers.module_post, shared, (base, calls, post))
+        made = (full, calls, pre, post, owner, {})
         self._made[module] = made
         return made[2:]
+
+    def _compiled_state(self) -> Optional[tuple]:
+        """What ``_module.c``'s hooks share (its M_* order), or None without the helpers, the mode stack's
+        entry points or nested recording (whose hooks stay Python's)."""
+        helpers = native.helpers()
+        parts = hook_parts()
+        if helpers is None or not hasattr(helpers, "module_pre") or parts is None or self.record_nested:
+            return None
+        if self._shared is None:
+            modes, pop, push, hook, hook_dict, own_key = parts
+            self._shared = (self.engine, modes, pop, push, Call, hook, functools.partial, hook_dict, own_key,
+                            _grad_enabled, set_grad, torch.strided, self.engine.adapter.alias)
+        return self._shared
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
         engine = self.engine
