@@ -177,7 +177,7 @@ def test_mode_dispatch_records_plain_calls_and_hands_the_rest_on(tmp_path):
 
     table = {torch.neg: ("Torch", "neg")}
     grad = [False]
-    state = (table, engine, lambda: grad[0], method)
+    state = (table, engine, lambda: grad[0], method, None)  # no module hooks' state: no record_grad_call
     dispatch = lambda func, args, kwargs=None: kernel.mode_dispatch(state, "mode", func, (), args, kwargs)
     x = torch.ones(2)
     assert torch.equal(dispatch(torch.add, (x, x), {"alpha": 2}), torch.full((2,), 3.0))  # not in the table
@@ -185,7 +185,7 @@ def test_mode_dispatch_records_plain_calls_and_hands_the_rest_on(tmp_path):
     engine.plain = context
     assert torch.equal(dispatch(torch.neg, (x,)), -x) and context[1] == {"Torch.neg": 1}  # recorded in C
     grad[0] = True
-    assert dispatch(torch.neg, (x,)) == "method"  # with autograd: gates are Python's
+    assert dispatch(torch.neg, (x,)) == "method"  # with autograd and no hooks' state: gates are Python's
     engine.busy = True
     assert torch.equal(dispatch(torch.neg, (x,)), -x) and context[1] == {"Torch.neg": 1}  # busy: as is
     assert method_calls == [torch.neg, torch.neg] and not rest

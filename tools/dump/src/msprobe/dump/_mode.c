@@ -1,18 +1,20 @@
 /* mode_dispatch: DumpMode.__torch_function__ (msprobe/pytorch/hooks.py) without its Python frame, for the
  * calls that need no Python: a function outside the API list, or any call while the engine is busy, runs
- * as is; a call without autograd while the engine's plain context is set is record_plain_call's. Every
- * other call goes to the Python method. Torch calls a mode's __torch_function__ a few hundred times a
+ * as is; while the engine's plain context is set, a call without autograd is record_plain_call's and one
+ * with autograd record_grad_call's (when the mode was given the module hooks' state). Every other call
+ * goes to the Python method. Torch calls a mode's __torch_function__ a few hundred times a
  * step (an optimizer's ops, tensor attribute reads): the frame and its lookups were ~1 us of each.
  *
- * Included by _native.c after _call.c.
+ * Included by _native.c after _grad_call.c.
  */
 
 /* mode_dispatch(state, mode, func, types, args=(), kwargs=None) with state = (table: func -> key, engine,
- * is_grad_enabled, method: DumpMode.__torch_function__, unbound). Bound to the mode (types.MethodType over
- * a functools.partial holding `state`), it is the mode's __torch_function__. */
+ * is_grad_enabled, method: DumpMode.__torch_function__, unbound, the module hooks' state or None). Bound to
+ * the mode (types.MethodType over a functools.partial holding `state`), it is the mode's
+ * __torch_function__. */
 static PyObject *mode_dispatch(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *state = nargs >= 1 ? args[0] : NULL;
-    if (state == NULL || !PyTuple_Check(state) || PyTuple_GET_SIZE(state) != 4 ||
+    if (state == NULL || !PyTuple_Check(state) || PyTuple_GET_SIZE(state) != 5 ||
         !PyDict_Check(PyTuple_GET_ITEM(state, 0)) || nargs < 4) {
         PyErr_SetString(PyExc_TypeError, "mode_dispatch(state, mode, func, types, args=(), kwargs=None)");
         return NULL;
@@ -56,6 +58,14 @@ static PyObject *mode_dispatch(PyObject *self, PyObject *const *args, Py_ssize_t
             PyObject *output = record_plain_call(NULL, call, 5);
             Py_DECREF(plain);
             return output;
+        }
+        PyObject *hooks = PyTuple_GET_ITEM(state, 4);
+        if (PyTuple_Check(hooks) && PyTuple_GET_SIZE(hooks) == M_SIZE) {
+            PyObject *output = record_grad_call(&PyTuple_GET_ITEM(hooks, 0), plain, key, func, call_args, call_kwargs);
+            if (output != NULL || PyErr_Occurred()) {
+                Py_DECREF(plain);
+                return output;
+            }
         }
     }
     Py_DECREF(plain);

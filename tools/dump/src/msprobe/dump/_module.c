@@ -30,6 +30,8 @@ enum {
     M_SET_GRAD,     /* torch._C._set_grad_enabled */
     M_STRIDED,      /* torch.strided */
     M_ALIAS,        /* the adapter's alias(view, original) */
+    M_GATE_OUTPUTS, /* gates.gate_outputs, for outputs an API call's C path does not walk itself */
+    M_NOT_AMONG,    /* gates.not_among */
     M_SIZE
 };
 /* each module's own: its counter key "Module.{path}.{Class}", its open calls, the Python hook */
@@ -155,7 +157,7 @@ static PyObject *gradient_hook(PyObject *const *shared, PyObject *call, PyObject
 /* gates.gate for one value: an identity view of a differentiable strided tensor, its gradient hooked
  * (a new reference: the view, or `value` itself); *gated += 1 and *last = the view when one is made */
 static PyObject *gate_value(PyObject *const *shared, PyObject *tensor_type, PyObject *call, PyObject *side,
-                            Py_ssize_t index, PyObject *value, Py_ssize_t *gated, PyObject **last) {
+                            Py_ssize_t index, PyObject *value, int alias, Py_ssize_t *gated, PyObject **last) {
     if (!PyObject_TypeCheck(value, (PyTypeObject *)tensor_type)) {
         return new_ref(value);
     }
@@ -172,7 +174,7 @@ static PyObject *gate_value(PyObject *const *shared, PyObject *tensor_type, PyOb
     }
     /* a recorded call inside the module may get the view: it gets the original's statistics (views of
      * contiguous tensors find them through their base anyway, and only the tensor task keeps more) */
-    int contiguous = attribute_is(value, s_is_contiguous, Py_True, 1);
+    int contiguous = alias ? attribute_is(value, s_is_contiguous, Py_True, 1) : 1;
     PyObject *aliased = contiguous != 0 ? NULL : PyObject_CallFunctionObjArgs(shared[M_ALIAS], view, value, NULL);
     PyObject *hook = contiguous < 0 || (contiguous == 0 && aliased == NULL) ? NULL :
         gradient_hook(shared, call, side, index);
@@ -249,7 +251,7 @@ static PyObject *gate_arguments(PyObject *const *shared, PyObject *const *contex
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *view = gate_value(shared, context[P_TENSOR], call, k_output, i, PyTuple_GET_ITEM(args, i), &gated,
+        PyObject *view = gate_value(shared, context[P_TENSOR], call, k_output, i, PyTuple_GET_ITEM(args, i), 1, &gated,
                                     &last);
         if (view == NULL) {
             busy_off(engine);
@@ -318,52 +320,89 @@ static PyObject *module_pre(PyObject *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
-/* The hooks of a call's outputs (gates.gate_outputs, made_by_call = made_after(last gate)): an output made
- * after the last gate (its node is newer) is hooked itself, any other gets a gate. The output to return
- * (a new reference) and *hooked */
-static PyObject *hook_outputs(PyObject *const *shared, PyObject *tensor_type, PyObject *call, PyObject *last,
-                              PyObject *output, Py_ssize_t *hooked) {
-    Py_ssize_t mark = -1; /* the last gate's node number; -1: unknown, every output gets a gate */
-    PyObject *node = last == Py_None ? NULL : PyObject_GetAttr(last, s_grad_fn);
+/* Which outputs a call made (gates.gate_outputs' made_by_call): for a module, those whose autograd node
+ * is newer than its last gate's (`mark`, that node's number; -1: not known, none); for an API call, those
+ * that are none of its arguments (`among`: its arguments and their gates) */
+typedef struct {
+    Py_ssize_t mark;
+    PyObject *among[2];
+} Made;
+
+/* The node number of `tensor`'s grad_fn, or -1 when it has none; -2 on error */
+static Py_ssize_t node_number(PyObject *tensor) {
+    PyObject *node = tensor == Py_None ? NULL : PyObject_GetAttr(tensor, s_grad_fn);
+    Py_ssize_t number = -1;
     if (node != NULL && node != Py_None) {
-        PyObject *number = PyObject_CallMethodNoArgs(node, s_sequence_nr);
-        mark = number == NULL ? -2 : PyLong_AsSsize_t(number);
-        Py_XDECREF(number);
+        PyObject *value = PyObject_CallMethodNoArgs(node, s_sequence_nr);
+        number = value == NULL ? -2 : PyLong_AsSsize_t(value);
+        Py_XDECREF(value);
     }
     Py_XDECREF(node);
-    if (PyErr_Occurred()) {
-        return NULL;
+    return PyErr_Occurred() ? -2 : number;
+}
+
+/* gates.not_among: 1 when `tensor` is none of the values (nor an item of one that is a list or tuple) */
+static int not_among(PyObject *const among[2], PyObject *tensor) {
+    for (int k = 0; k < 2; k++) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(among[k]); i++) {
+            PyObject *value = PyTuple_GET_ITEM(among[k], i);
+            if (value == tensor) {
+                return 0;
+            }
+            for (Py_ssize_t j = 0; is_sequence(value) && j < PySequence_Fast_GET_SIZE(value); j++) {
+                if (PySequence_Fast_GET_ITEM(value, j) == tensor) {
+                    return 0;
+                }
+            }
+        }
     }
+    return 1;
+}
+
+/* 1 when the output `value` is hooked itself (a plain strided tensor with a node, made by the call), 0
+ * when it gets a gate, -1 on error */
+static int hooked_itself(PyObject *const *shared, PyObject *tensor_type, const Made *made, PyObject *value) {
+    if ((made->mark < 0 && made->among[0] == NULL) || Py_TYPE(value) != (PyTypeObject *)tensor_type) {
+        return 0;
+    }
+    PyObject *grad_fn = PyObject_GetAttr(value, s_grad_fn);
+    int own = grad_fn == NULL ? -1 : grad_fn == Py_None ? 0 : attribute_is(value, s_layout, shared[M_STRIDED], 0);
+    Py_XDECREF(grad_fn);
+    if (own > 0) {
+        if (made->among[0] != NULL) {
+            own = not_among(made->among, value);
+        } else {
+            Py_ssize_t made_at = node_number(value);
+            own = made_at < -1 ? -1 : made_at > made->mark;
+        }
+    }
+    return own;
+}
+
+/* The hooks of a call's outputs (gates.gate_outputs): an output the call made is hooked itself, any other
+ * gets a gate. Outputs: a value, a list or a plain tuple of values that are not lists or tuples
+ * (simple_output). The output to return (a new reference) and *hooked */
+static PyObject *hook_outputs(PyObject *const *shared, PyObject *tensor_type, PyObject *call, const Made *made,
+                              PyObject *output, Py_ssize_t *hooked) {
     int single = !is_sequence(output);
     Py_ssize_t n = single ? 1 : PySequence_Fast_GET_SIZE(output);
     PyObject *items = PyList_New(n), *ignored = NULL;
     for (Py_ssize_t i = 0; items != NULL && i < n; i++) {
-        PyObject *value = single ? output : PySequence_Fast_GET_ITEM(output, i), *made = NULL;
-        int own_node = 0;
-        if (mark >= 0 && Py_TYPE(value) == (PyTypeObject *)tensor_type) {
-            PyObject *grad_fn = PyObject_GetAttr(value, s_grad_fn);
-            own_node = grad_fn == NULL ? -1 : grad_fn == Py_None ? 0 : attribute_is(value, s_layout, shared[M_STRIDED], 0);
-            if (own_node > 0) {
-                PyObject *number = PyObject_CallMethodNoArgs(grad_fn, s_sequence_nr);
-                Py_ssize_t made_at = number == NULL ? -1 : PyLong_AsSsize_t(number);
-                Py_XDECREF(number);
-                own_node = PyErr_Occurred() ? -1 : made_at > mark;
-            }
-            Py_XDECREF(grad_fn);
-        }
-        if (own_node > 0) {
+        PyObject *value = single ? output : PySequence_Fast_GET_ITEM(output, i), *hooked_value = NULL;
+        int own = hooked_itself(shared, tensor_type, made, value);
+        if (own > 0) {
             PyObject *hook = gradient_hook(shared, call, k_input, i);
-            made = hook == NULL || hook_new_tensor(shared, value, hook) < 0 ? NULL : new_ref(value);
+            hooked_value = hook == NULL || hook_new_tensor(shared, value, hook) < 0 ? NULL : new_ref(value);
             Py_XDECREF(hook);
-            *hooked += made != NULL;
-        } else if (own_node == 0) {
-            made = gate_value(shared, tensor_type, call, k_input, i, value, hooked, &ignored);
+            *hooked += hooked_value != NULL;
+        } else if (own == 0) {
+            hooked_value = gate_value(shared, tensor_type, call, k_input, i, value, 1, hooked, &ignored);
         }
-        if (made == NULL) {
+        if (hooked_value == NULL) {
             Py_CLEAR(items);
             break;
         }
-        PyList_SET_ITEM(items, i, made);
+        PyList_SET_ITEM(items, i, hooked_value);
     }
     Py_XDECREF(ignored);
     if (items == NULL || single || PyList_Check(output)) {
@@ -378,8 +417,8 @@ static PyObject *hook_outputs(PyObject *const *shared, PyObject *tensor_type, Py
     return result;
 }
 
-/* DumpEngine.backward_expect for a module call: its gradient slots, open until they arrive, and the
- * backward construct record */
+/* DumpEngine.backward_expect: the call's gradient slots, open until they arrive, and its backward
+ * construct record where modules are recorded */
 static int expect_backward(PyObject *const *shared, PyObject *const *context, PyObject *call, Py_ssize_t n_outputs,
                            Py_ssize_t hooked) {
     PyObject *n_args = PyObject_GetAttr(call, s_n_args);
@@ -403,7 +442,8 @@ static int expect_backward(PyObject *const *shared, PyObject *const *context, Py
                  name == NULL || !PyDict_Check(open) || set_size(call, s_n_outputs, n_outputs) < 0 ||
                  set_size(call, s_expect_out, hooked) < 0 || PyObject_SetAttr(call, s_grad_in, grad_in) < 0 ||
                  PyObject_SetAttr(call, s_grad_out, grad_out) < 0 || PyDict_SetItem(open, id, call) < 0 ||
-                 append_pair(context[P_METADATA], v_construct, name, parent_name) < 0;
+                 (context[P_MODULES] != Py_None &&
+                  append_pair(context[P_METADATA], v_construct, name, parent_name) < 0);
     Py_XDECREF(grad_in);
     Py_XDECREF(grad_out);
     Py_XDECREF(open);
@@ -511,7 +551,8 @@ static PyObject *finish_module(PyObject *const *shared, PyObject *plain, PyObjec
         if (set_busy(engine, Py_True) < 0) {
             return NULL;
         }
-        result = hook_outputs(shared, context[P_TENSOR], call, last, output, &hooked);
+        Made made = {node_number(last), {NULL, NULL}};
+        result = made.mark < -1 ? NULL : hook_outputs(shared, context[P_TENSOR], call, &made, output, &hooked);
         if (busy_off(engine) < 0) {
             Py_CLEAR(result);
         }

@@ -478,9 +478,10 @@ fail:
 #include "_walk.c"
 #include "_json.c"
 #include "_call.c"
-#include "_mode.c"
 #include "_backward.c"
 #include "_module.c"
+#include "_grad_call.c"
+#include "_mode.c"
 
 /* Integer and bool tensors, as stats.py's numpy path reduces them: each element widened to double, Max/Min
  * of the doubles, sums in double (exact while partial sums stay below 2^53: token ids, counts, masks).

@@ -46,8 +46,8 @@ I64, I32, I16, I8, U8, BOOL = 0, 1, 2, 3, 4, 5
 """Element kinds of ``int_stats(address, kind, shape, strides)``."""
 
 _SOURCE = Path(__file__).with_name("_native.c")
-_INCLUDED = tuple(Path(__file__).with_name(name)
-                  for name in ("_record.c", "_walk.c", "_json.c", "_call.c", "_mode.c", "_backward.c", "_module.c"))
+_INCLUDED = tuple(Path(__file__).with_name(name) for name in ("_record.c", "_walk.c", "_json.c", "_call.c", "_backward.c",
+                                                              "_module.c", "_grad_call.c", "_mode.c"))
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False

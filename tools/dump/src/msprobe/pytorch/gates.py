@@ -127,7 +127,7 @@ def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of, ne
     count_in = [0, None]
     gated = [gate(engine, call, "output", a, (i,), count_in, nested) for i, a in enumerate(args)]
     new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated),
-                                              functools.partial(_not_among, (args, gated)))
+                                              functools.partial(not_among, (args, gated)))
     if count_in[0] or hooked_out:
         engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
     return new
@@ -163,7 +163,7 @@ def _gate_output(engine: Any, call: Any, value: Any, path: Tuple[int, ...], coun
     return gate(engine, call, "input", value, path, count)
 
 
-def _not_among(inputs: Sequence[Sequence[Any]], tensor: Any) -> bool:
+def not_among(inputs: Sequence[Sequence[Any]], tensor: Any) -> bool:
     """``tensor`` is none of the values (nor of their list items): what an op returns is then new."""
     for values in inputs:
         for value in values:

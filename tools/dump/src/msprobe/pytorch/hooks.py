@@ -17,7 +17,8 @@ from msprobe.dump.calls import Call
 from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate, gate_call, gate_outputs, hook_parts, made_after, outside_mode, param_gradient_hook
+from .gates import (gate, gate_call, gate_outputs, hook_parts, made_after, not_among, outside_mode,
+                    param_gradient_hook)
 from .hook_dicts import HookDicts
 from .model_plan import ModelPlan
 from .nested import NestedRunner
@@ -37,7 +38,10 @@ def _inplace(name: str) -> bool:
 class DumpMode(TorchFunctionMode):
     """Sees every overridable torch call while a step is dumped; records those in the API list."""
 
-    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False) -> None:
+    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False,
+                 compiled_hooks: Optional[tuple] = None) -> None:
+        """``compiled_hooks``: the module hooks' state in C (``Hooks._compiled_state``), with which calls
+        with autograd are recorded in C too (``_grad_call.c``)."""
         super().__init__()
         self.engine = engine
         self.table = table.by_func
@@ -46,7 +50,7 @@ class DumpMode(TorchFunctionMode):
         helpers = native.helpers()
         self._record_plain = None if nested or helpers is None else helpers.record_plain_call
         if self._record_plain is not None:  # the common cases without this method's frame (_mode.c)
-            state = (self.table, engine, _grad_enabled, DumpMode.__torch_function__)
+            state = (self.table, engine, _grad_enabled, DumpMode.__torch_function__, compiled_hooks)
             self.__torch_function__ = types.MethodType(functools.partial(helpers.mode_dispatch, state), self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -129,7 +133,7 @@ class Hooks:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
         engine = self.engine
         if engine.api_level:
-            self._mode = DumpMode(engine, self.table, self.record_nested)
+            self._mode = DumpMode(engine, self.table, self.record_nested, self._compiled_state())
             self._mode.__enter__()
             self._patch_distributed()
         if engine.module_level:
@@ -223,8 +227,8 @@ class Hooks:
         return made[2:]
 
     def _compiled_state(self) -> Optional[tuple]:
-        """What ``_module.c``'s hooks share (its M_* order), or None without the helpers, the mode stack's
-        entry points or nested recording (whose hooks stay Python's)."""
+        """What ``_module.c``'s hooks and ``_grad_call.c`` share (its M_* order), or None without the helpers,
+        the mode stack's entry points or nested recording (whose hooks stay Python's)."""
         helpers = native.helpers()
         parts = hook_parts()
         if helpers is None or not hasattr(helpers, "module_pre") or parts is None or self.record_nested:
@@ -232,7 +236,7 @@ class Hooks:
         if self._shared is None:
             modes, pop, push, hook, hook_dict, own_key = parts
             self._shared = (self.engine, modes, pop, push, Call, hook, functools.partial, hook_dict, own_key,
-                            _grad_enabled, set_grad, torch.strided, self.engine.adapter.alias)
+                            _grad_enabled, set_grad, torch.strided, self.engine.adapter.alias, gate_outputs, not_among)
         return self._shared
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):

@@ -1,0 +1,155 @@
+/* record_grad_call: an API call made with autograd while the engine's plain context holds, in one C call:
+ * what DumpMode.__torch_function__ and run_recorded (msprobe/pytorch/hooks.py) do for it without
+ * record_nested: api_begin, api_inputs, the gates of its positional arguments and the hooks of its
+ * outputs (gates.gate_call), backward_expect, then finish_call. A call whose arguments hold lists or
+ * tuples (torch.cat's) goes to the Python method whole; an output other than a value, a list or a plain
+ * tuple of values (a structseq, nested lists) has its hooks made by gates.gate_outputs.
+ *
+ * Included by _native.c after _module.c (the gates, the output hooks and the module state's M_* items).
+ */
+
+/* run_recorded's _inplace(name): in-place APIs get no gates (they write their argument) */
+static int in_place(PyObject *name) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(name);
+    if (length >= 2 && PyUnicode_READ_CHAR(name, 0) == '_' && PyUnicode_READ_CHAR(name, 1) == '_') {
+        return (length >= 3 && PyUnicode_READ_CHAR(name, 2) == 'i') ||
+               PyUnicode_CompareWithASCIIString(name, "__setitem__") == 0;
+    }
+    return length > 0 && PyUnicode_READ_CHAR(name, length - 1) == '_';
+}
+
+/* The API's Call, counted and named as api_begin names it, its inputs walked with autograd off */
+static PyObject *begin_api_call(PyObject *const *shared, PyObject *const *context, PyObject *key, PyObject *args,
+                                PyObject *kwargs) {
+    PyObject *forward = forward_name(context, key);
+    if (forward == NULL) {
+        return NULL;
+    }
+    Py_ssize_t cut = PyUnicode_GET_LENGTH(forward) - 7; /* "….forward" -> "….backward" */
+    PyObject *stem = PyUnicode_Substring(forward, 0, cut);
+    PyObject *backward = stem == NULL ? NULL : PyUnicode_FromFormat("%Ubackward", stem);
+    PyObject *modules = context[P_MODULES];
+    PyObject *parent = modules != Py_None && PyList_GET_SIZE(modules) ?
+        PyList_GET_ITEM(modules, PyList_GET_SIZE(modules) - 1) : Py_None;
+    PyObject *generation = backward == NULL ? NULL : PyObject_GetAttr(shared[M_ENGINE], s_generation), *call = NULL;
+    if (generation != NULL) {
+        PyObject *made[6] = {forward, backward, Py_True, Py_True, parent, generation};
+        call = PyObject_Vectorcall(shared[M_CALL_TYPE], made, 6, NULL);
+    }
+    Py_XDECREF(stem);
+    Py_XDECREF(backward);
+    Py_XDECREF(generation);
+    Py_DECREF(forward);
+    PyObject *tensors = call == NULL ? NULL : PyObject_GetAttr(call, s_tensors_attr), *inputs = NULL;
+    int failed = tensors == NULL || set_grad_mode(shared, 0) < 0;
+    if (!failed) {
+        failed = set_busy(shared[M_ENGINE], Py_True) < 0;
+        if (!failed) {
+            PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args,
+                                    kwargs == NULL ? Py_None : kwargs, tensors};
+            inputs = encode_args(NULL, walk_in, 6);
+            failed = busy_off(shared[M_ENGINE]) < 0 || inputs == NULL || PyObject_SetAttr(call, s_inputs, inputs) < 0;
+        }
+        if (set_grad_mode(shared, 1) < 0) {
+            failed = 1;
+        }
+    }
+    Py_XDECREF(tensors);
+    Py_XDECREF(inputs);
+    if (failed) {
+        Py_XDECREF(call);
+        return NULL;
+    }
+    return call;
+}
+
+/* gates.gate_call without nesting: the arguments' gates (no alias: only the API's own body sees them),
+ * the function on them, its outputs hooked, backward_expect when anything was hooked. The output. */
+static PyObject *gated_call(PyObject *const *shared, PyObject *const *context, PyObject *call, PyObject *func,
+                            PyObject *args, PyObject *kwargs) {
+    PyObject *engine = shared[M_ENGINE], *last = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args), gated = 0, hooked = 0;
+    PyObject *views = PyTuple_New(n);
+    if (views == NULL || set_busy(engine, Py_True) < 0) {
+        Py_XDECREF(views);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *view = gate_value(shared, context[P_TENSOR], call, k_output, i, PyTuple_GET_ITEM(args, i), 0, &gated,
+                                    &last);
+        if (view == NULL) {
+            busy_off(engine);
+            Py_DECREF(views);
+            Py_XDECREF(last);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(views, i, view);
+    }
+    Py_XDECREF(last);
+    PyObject *output = set_busy(engine, Py_False) < 0 ? NULL : PyObject_Call(func, views, kwargs);
+    PyObject *result = NULL;
+    if (output != NULL && set_busy(engine, Py_True) == 0) {
+        if (simple_output(output)) {
+            Made made = {-1, {args, views}};
+            result = hook_outputs(shared, context[P_TENSOR], call, &made, output, &hooked);
+        } else { /* gate_outputs sets and clears the busy flag itself */
+            PyObject *among = Py_BuildValue("(OO)", args, views);
+            PyObject *made_by = among == NULL ? NULL : PyObject_CallFunctionObjArgs(shared[M_PARTIAL],
+                                                                                   shared[M_NOT_AMONG], among, NULL);
+            PyObject *hooks = made_by == NULL ? NULL : PyObject_CallFunctionObjArgs(shared[M_GATE_OUTPUTS], engine, call,
+                                                                                    output, made_by, NULL);
+            if (hooks != NULL && PyTuple_Check(hooks) && PyTuple_GET_SIZE(hooks) == 3) {
+                result = new_ref(PyTuple_GET_ITEM(hooks, 0));
+                hooked = PyLong_AsSsize_t(PyTuple_GET_ITEM(hooks, 2));
+            }
+            Py_XDECREF(among);
+            Py_XDECREF(made_by);
+            Py_XDECREF(hooks);
+        }
+        if (busy_off(engine) < 0 || PyErr_Occurred()) {
+            Py_CLEAR(result);
+        }
+    }
+    Py_DECREF(views);
+    Py_ssize_t n_outputs = output == NULL ? 0 : is_sequence(output) ? PySequence_Size(output) : 1;
+    Py_XDECREF(output);
+    if (result != NULL && (gated || hooked) &&
+        (set_size(call, s_n_args, n) < 0 || set_size(call, s_expect_in, gated) < 0 ||
+         expect_backward(shared, context, call, n_outputs, hooked) < 0)) {
+        Py_CLEAR(result);
+    }
+    return result;
+}
+
+/* record_grad_call(shared, plain, key, func, args: tuple, kwargs: dict or None) -> the output; None (not
+ * an error) where the call's arguments are the Python method's to walk */
+static PyObject *record_grad_call(PyObject *const *shared, PyObject *plain, PyObject *key, PyObject *func,
+                                  PyObject *args, PyObject *kwargs) {
+    if (any_sequence(args) || !PyTuple_Check(key) || PyTuple_GET_SIZE(key) < 2 ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(key, 1))) {
+        return NULL;
+    }
+    PyObject *const *context = plain_items(plain);
+    if (context == NULL) {
+        return NULL;
+    }
+    if (kwargs != NULL && (kwargs == Py_None || PyDict_GET_SIZE(kwargs) == 0)) {
+        kwargs = NULL;
+    }
+    PyObject *call = begin_api_call(shared, context, key, args, kwargs);
+    if (call == NULL) {
+        return NULL;
+    }
+    PyObject *output = in_place(PyTuple_GET_ITEM(key, 1)) ? PyObject_Call(func, args, kwargs) :
+        gated_call(shared, context, call, func, args, kwargs);
+    if (output != NULL) {
+        PyObject *finish[3] = {plain, call, output};
+        PyObject *done = set_grad_mode(shared, 0) < 0 ? NULL : finish_call(NULL, finish, 3);
+        if (set_grad_mode(shared, 1) < 0 || done == NULL) {
+            Py_CLEAR(output);
+        }
+        Py_XDECREF(done);
+    }
+    Py_DECREF(call);
+    return output;
+}
