@@ -21,6 +21,21 @@ static PyObject *s_stride, *s_dtype, *s_layout, *s_is_cpu, *s_version, *s_is_con
 static PyObject *k_type, *k_dtype, *k_shape, *k_max, *k_min, *k_mean, *k_norm, *k_requires_grad, *k_md5,
     *v_tensor_type;
 
+/* A dict of `count` items, keys and values in order (a new reference). Py_BuildValue parsed its format on
+ * every record (a tenth of a small tensor's record); a record's eight items are set in a copy of a
+ * template holding its keys, which a copy makes at its full size at once. */
+static PyObject *record_template;
+
+static PyObject *filled_dict(PyObject *template, PyObject *const *keys, PyObject *const *values, int count) {
+    PyObject *dict = template != NULL ? PyDict_Copy(template) : PyDict_New();
+    for (int i = 0; dict != NULL && i < count; i++) {
+        if (values[i] == NULL || PyDict_SetItem(dict, keys[i], values[i]) < 0) {
+            Py_CLEAR(dict);
+        }
+    }
+    return dict;
+}
+
 static int record_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_stride, "stride") INTERN(s_dtype, "dtype") INTERN(s_layout, "layout") INTERN(s_is_cpu, "is_cpu") INTERN(s_version, "_version")
@@ -31,7 +46,10 @@ static int record_init(void) {
     INTERN(k_min, "Min") INTERN(k_mean, "Mean") INTERN(k_norm, "Norm") INTERN(k_requires_grad, "requires_grad")
     INTERN(k_md5, "md5") INTERN(v_tensor_type, "torch.Tensor")
 #undef INTERN
-    return 0;
+    PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
+    PyObject *nones[8] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    record_template = filled_dict(NULL, keys, nones, 8);
+    return record_template == NULL ? -1 : 0;
 }
 
 static PyObject *none_ref(void) {
@@ -253,8 +271,13 @@ static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, 
     } else {
         reduce_block(data, numel, kind, out);
     }
-    PyObject *stats = Py_BuildValue("{OdOdOdOd}", k_max, out[0], k_min, out[1], k_mean, out[2] / (double)numel,
-                                    k_norm, sqrt(out[3]));
+    PyObject *keys[4] = {k_max, k_min, k_mean, k_norm};
+    PyObject *values[4] = {PyFloat_FromDouble(out[0]), PyFloat_FromDouble(out[1]),
+                           PyFloat_FromDouble(out[2] / (double)numel), PyFloat_FromDouble(sqrt(out[3]))};
+    PyObject *stats = filled_dict(NULL, keys, values, 4);
+    for (int i = 0; i < 4; i++) {
+        Py_XDECREF(values[i]);
+    }
     if (stats != NULL && md5) {
         char text[9];
         snprintf(text, sizeof text, "%08x", crc32_ieee(0, (const unsigned char *)data, (size_t)(numel * item)));
@@ -558,10 +581,11 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *shape = PyObject_GetAttr(tensor, s_shape), *grad = PyObject_GetAttr(tensor, s_requires_grad);
     PyObject *dims = shape == NULL ? NULL : PySequence_List(shape);
     if (dims != NULL && grad != NULL) {
-        record = Py_BuildValue("{OOOOOOOOOOOOOOOO}", k_type, v_tensor_type, k_dtype, PyTuple_GET_ITEM(info, 0),
-                               k_shape, dims, k_max, PyDict_GetItem(stats, k_max), k_min, PyDict_GetItem(stats, k_min),
-                               k_mean, PyDict_GetItem(stats, k_mean), k_norm, PyDict_GetItem(stats, k_norm),
-                               k_requires_grad, grad);
+        PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
+        PyObject *values[8] = {v_tensor_type, PyTuple_GET_ITEM(info, 0), dims, PyDict_GetItem(stats, k_max),
+                               PyDict_GetItem(stats, k_min), PyDict_GetItem(stats, k_mean),
+                               PyDict_GetItem(stats, k_norm), grad};
+        record = filled_dict(record_template, keys, values, 8);
         PyObject *md5 = record == NULL ? NULL : PyDict_GetItem(stats, k_md5);
         if (md5 != NULL && PyDict_SetItem(record, k_md5, md5) < 0) {
             Py_CLEAR(record);
