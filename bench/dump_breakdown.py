@@ -9,8 +9,9 @@ compare steps taken under the same machine load; the machine's drift between run
 is switched off by replacing the engine's function for it (statistics: every tensor gets one constant
 record, so the one-call C records, meta and statistics, are off too; no stacks, no journal record, no
 backward gates and so no backward entries (the module hooks, which gate in C, then run with autograd
-off); API calls without autograd, recorded in one C call, still encode their journal line, to /dev/null): files written that way are wrong on purpose, so
-this is a tool for engineers, not an option of the dump.
+off); API calls without autograd, recorded in one C call, still encode their journal line, to
+/dev/null): files written that way are wrong on purpose, so this is a tool for engineers, not an option
+of the dump.
 """
 from __future__ import annotations
 

@@ -52,13 +52,38 @@ def test_torch_record_declines_what_the_python_path_handles():
     x = torch.randn(4, 6)
     with torch.inference_mode():
         inference = torch.ones(3)
-    declined = {"strided": x[:, ::2], "expanded": torch.randn(3, 1).expand(3, 4), "int": torch.arange(5), "bool": torch.ones(2) > 0,
+    declined = {"strided": x[:, ::2], "expanded": torch.randn(3, 1).expand(3, 4), "empty int": torch.ones(0).long(),
                 "empty": torch.ones(0), "inference": inference, "negated view": torch._neg_view(x),
                 "complex": torch.ones(2, dtype=torch.complex64), "sparse": x.to_sparse()}
     for name, tensor in declined.items():
         assert made(tensor) is None, name
     assert made(x.t()) is not None  # a transpose is a dense block: statistics ...
     assert TorchAdapter().record_maker("normal", True)(x.t()) is None  # ... but CRC-32 follows the element order
+
+
+@pytest.mark.parametrize("precision", ["normal", "high"])
+def test_torch_record_of_integers_and_bools_equals_the_python_path(precision):
+    """Any strides, every integer kind, bools (Max/Min = any/all, no Mean/Norm), 0-dim; in md5 mode the
+    Python path's (its CRC-32 follows the element order)."""
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 100, (8, 33))
+    tensors = [tokens[:, :-1], tokens.t(), torch.randint(-5, 5, (3, 4), dtype=torch.int32)[:, ::2],
+               torch.randint(0, 255, (6,), dtype=torch.uint8), torch.randint(-9, 9, (2, 3), dtype=torch.int8),
+               torch.randint(-9, 9, (4,), dtype=torch.int16), torch.tensor(7),
+               torch.ones(4, 4, dtype=torch.bool).triu(1), torch.zeros(3, dtype=torch.bool),
+               torch.ones(2, 5, dtype=torch.bool)[:, 1:]]
+    made = TorchAdapter().record_maker(precision, False)
+    for tensor in tensors:
+        fast = made(tensor)
+        assert fast is not None, (tensor.dtype, tensor.shape)
+        slow = _python_record(TorchAdapter(), tensor, precision, False)
+        assert json.dumps(fast) == json.dumps(slow) and list(fast) == list(slow)
+        assert json.dumps(made(tensor)) == json.dumps(slow)  # known the second time
+    tokens.add_(1)  # a new version: new statistics
+    assert made(tokens[:, :-1])["Max"] == float(tokens[:, :-1].max())
+    with_md5 = TorchAdapter().record_maker(precision, True)
+    if with_md5 is not None:
+        assert with_md5(tokens) is None
 
 
 def test_torch_record_shares_the_statistics_cache_with_the_python_path():
@@ -181,7 +206,12 @@ def test_json_bytes_refuses_what_it_does_not_know(value):
 
 
 class _PendingIntegers(TorchAdapter):
-    """Integer tensors' statistics left pending (as an accelerator's are): their roles and positions show."""
+    """Integer tensors declined by the record maker and their statistics left pending (as an accelerator's
+    are): their roles and positions show."""
+
+    def record_maker(self, precision, md5):
+        made = super().record_maker(precision, md5)
+        return None if made is None else lambda tensor: made(tensor) if tensor.is_floating_point() else None
 
     def tensor_stats(self, tensor, precision, md5):
         handle = super().tensor_stats(tensor, precision, md5)

@@ -93,11 +93,13 @@ static PyObject *gated_call(PyObject *const *shared, PyObject *const *context, P
             Made made = {-1, {args, views}};
             result = hook_outputs(shared, context[P_TENSOR], call, &made, output, &hooked);
         } else { /* gate_outputs sets and clears the busy flag itself */
-            PyObject *among = Py_BuildValue("(OO)", args, views);
-            PyObject *made_by = among == NULL ? NULL : PyObject_CallFunctionObjArgs(shared[M_PARTIAL],
-                                                                                   shared[M_NOT_AMONG], among, NULL);
-            PyObject *hooks = made_by == NULL ? NULL : PyObject_CallFunctionObjArgs(shared[M_GATE_OUTPUTS], engine, call,
-                                                                                    output, made_by, NULL);
+            PyObject *among = PyTuple_Pack(2, args, views), *made_by = NULL, *hooks = NULL;
+            if (among != NULL) {
+                made_by = PyObject_CallFunctionObjArgs(shared[M_PARTIAL], shared[M_NOT_AMONG], among, NULL);
+            }
+            if (made_by != NULL) {
+                hooks = PyObject_CallFunctionObjArgs(shared[M_GATE_OUTPUTS], engine, call, output, made_by, NULL);
+            }
             if (hooks != NULL && PyTuple_Check(hooks) && PyTuple_GET_SIZE(hooks) == 3) {
                 result = new_ref(PyTuple_GET_ITEM(hooks, 0));
                 hooked = PyLong_AsSsize_t(PyTuple_GET_ITEM(hooks, 2));

@@ -37,12 +37,6 @@ enum {
 /* each module's own: its counter key "Module.{path}.{Class}", its open calls, the Python hook */
 enum { O_BASE, O_CALLS, O_PYTHON, O_SIZE };
 
-/* Py_NewRef, which Python 3.9 lacks */
-static inline PyObject *new_ref(PyObject *object) {
-    Py_INCREF(object);
-    return object;
-}
-
 static PyObject *s_grad_fn, *s_backward_hooks, *s_register_hook_dict, *s_register_hook, *s_view_as, *s_sequence_nr,
     *s_parameters_dict, *s_want_backward, *s_n_args, *s_n_outputs, *s_engine_parameters;
 

@@ -31,6 +31,12 @@
 #define LANES 16
 #define BLOCK 16
 
+/* Py_NewRef, which Python 3.9 lacks */
+static inline PyObject *new_ref(PyObject *object) {
+    Py_INCREF(object);
+    return object;
+}
+
 enum { KIND_F32 = 0, KIND_BF16 = 1, KIND_F16 = 2, KIND_F64 = 3 };
 
 static inline float bf16_to_f32(uint16_t h) {
@@ -474,19 +480,13 @@ fail:
     return NULL;
 }
 
-#include "_record.c"
-#include "_walk.c"
-#include "_json.c"
-#include "_call.c"
-#include "_backward.c"
-#include "_module.c"
-#include "_grad_call.c"
-#include "_mode.c"
+#define MAX_DIMS 16 /* the most dimensions the C paths walk (more: the Python paths) */
 
 /* Integer and bool tensors, as stats.py's numpy path reduces them: each element widened to double, Max/Min
  * of the doubles, sums in double (exact while partial sums stay below 2^53: token ids, counts, masks).
  * Any strides (a token batch sliced from a longer one): no copy to make first. */
 enum { INT_I64 = 0, INT_I32 = 1, INT_I16 = 2, INT_I8 = 3, INT_U8 = 4, INT_BOOL = 5 };
+#define INT_KIND_BASE 16 /* torch_record's kind of an INT_* tensor: INT_KIND_BASE + INT_* */
 
 /* One row of `n` elements `step` apart into the running Max/Min/sums (or any/all for bools) */
 #define INT_ROW(TYPE)                                                    \
@@ -516,10 +516,46 @@ static void int_row(const char *row, Py_ssize_t n, Py_ssize_t step, int kind, do
     }
 }
 
+/* The reduction of a tensor of `dims` dimensions (none: one element) row by row: acc = (max, min, sum,
+ * sum of squares) or flags = (any, all) for bools */
+static void int_reduce(const char *data, int kind, Py_ssize_t dims, const Py_ssize_t *size, const Py_ssize_t *stride,
+                       double acc[4], int flags[2]) {
+    static const Py_ssize_t item_size[6] = {8, 4, 2, 1, 1, 1};
+    Py_ssize_t item = item_size[kind], last = dims - 1, index[MAX_DIMS] = {0};
+    acc[0] = -INFINITY;
+    acc[1] = INFINITY;
+    acc[2] = acc[3] = 0.0;
+    flags[0] = 0;
+    flags[1] = 1;
+    Py_ssize_t n = dims ? size[last] : 1, step = dims ? stride[last] : 1;
+    for (;;) { /* each row along the last dimension */
+        Py_ssize_t offset = 0;
+        for (Py_ssize_t d = 0; d < last; d++) {
+            offset += index[d] * stride[d];
+        }
+        int_row(data + offset * item, n, step, kind, acc, flags);
+        Py_ssize_t d = last - 1;
+        while (d >= 0 && ++index[d] == size[d]) {
+            index[d--] = 0;
+        }
+        if (d < 0) {
+            break;
+        }
+    }
+}
+
+#include "_record.c"
+#include "_walk.c"
+#include "_json.c"
+#include "_call.c"
+#include "_backward.c"
+#include "_module.c"
+#include "_grad_call.c"
+#include "_mode.c"
+
 /* int_stats(address, kind, shape, strides) -> (max, min, sum, sum_of_squares) as floats, or (any, all) as
  * bools for INT_BOOL; shape and strides (in elements) are tuples of ints, at least one element */
 static PyObject *int_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    static const Py_ssize_t item_size[6] = {8, 4, 2, 1, 1, 1};
     if (nargs != 4 || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3]) ||
         PyTuple_GET_SIZE(args[2]) != PyTuple_GET_SIZE(args[3]) || PyTuple_GET_SIZE(args[2]) > MAX_DIMS) {
         PyErr_SetString(PyExc_TypeError, "int_stats(address, kind, shape: tuple, strides: tuple)");
@@ -527,7 +563,7 @@ static PyObject *int_stats(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     const char *data = (const char *)PyLong_AsVoidPtr(args[0]);
     long kind = PyLong_AsLong(args[1]);
-    Py_ssize_t dims = PyTuple_GET_SIZE(args[2]), size[MAX_DIMS], stride[MAX_DIMS], index[MAX_DIMS] = {0};
+    Py_ssize_t dims = PyTuple_GET_SIZE(args[2]), size[MAX_DIMS], stride[MAX_DIMS];
     for (Py_ssize_t d = 0; d < dims; d++) {
         size[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], d));
         stride[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], d));
@@ -542,24 +578,9 @@ static PyObject *int_stats(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "int_stats: null address or unknown kind");
         return NULL;
     }
-    Py_ssize_t item = item_size[kind], last = dims - 1;
-    double acc[4] = {INFINITY * -1.0, INFINITY, 0.0, 0.0};
-    int flags[2] = {0, 1}; /* any, all */
-    Py_ssize_t n = dims ? size[last] : 1, step = dims ? stride[last] : 1;
-    for (;;) { /* each row along the last dimension */
-        Py_ssize_t offset = 0;
-        for (Py_ssize_t d = 0; d < last; d++) {
-            offset += index[d] * stride[d];
-        }
-        int_row(data + offset * item, n, step, (int)kind, acc, flags);
-        Py_ssize_t d = last - 1;
-        while (d >= 0 && ++index[d] == size[d]) {
-            index[d--] = 0;
-        }
-        if (d < 0) {
-            break;
-        }
-    }
+    double acc[4];
+    int flags[2];
+    int_reduce(data, (int)kind, dims, size, stride, acc, flags);
     int any = flags[0], all = flags[1];
     double high = acc[0], low = acc[1], total = acc[2], squares = acc[3];
     if (kind == INT_BOOL) {
@@ -611,7 +632,8 @@ PyMODINIT_FUNC PyInit__native(void) {
 #endif
     PyObject *created = PyModule_Create(&module);
     if (created != NULL && (PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0 ||
-                            PyModule_AddIntConstant(created, "has_avx2", use_avx2) < 0)) {
+                            PyModule_AddIntConstant(created, "has_avx2", use_avx2) < 0 ||
+                            PyModule_AddIntConstant(created, "INT_KIND_BASE", INT_KIND_BASE) < 0)) {
         Py_DECREF(created);
         return NULL;
     }

@@ -96,7 +96,6 @@ static void untrack(PyObject *object) {
     }
 }
 
-#define MAX_DIMS 16
 
 static const Py_ssize_t FLOAT_ITEM_SIZE[4] = {4, 2, 2, 8}; /* bytes of an element of each KIND_* */
 
@@ -529,6 +528,76 @@ static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObje
     return failed ? -1 : 0;
 }
 
+/* The record of an integer or bool CPU tensor of any strides (`kind`: INT_*), as stats.py's
+ * _native_int_stats and the Python path make it: float Max/Min/Mean/Norm, or any/all for bools. Kept
+ * under its id like a float tensor's, never in the content cache; md5 mode is the Python path's (the
+ * CRC-32 follows the element order). NULL with an error, or Py_None where this path does not apply. */
+static PyObject *int_record(PyObject *const *args, PyObject *id, PyObject *tensor, PyObject *dtype, PyObject *info,
+                            int kind) {
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
+    int md5 = PyObject_IsTrue(args[5]);
+    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
+        return NULL;
+    }
+    int ok = md5 ? 0 : attribute_is(tensor, s_layout, args[4], 0);
+    if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
+    if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
+    Layout layout;
+    if (ok > 0) ok = read_layout(tensor, &layout);
+    Py_ssize_t numel = 1;
+    for (Py_ssize_t d = 0; ok > 0 && d < layout.dims; d++) {
+        numel *= layout.size[d];
+    }
+    if (ok <= 0 || numel <= 0 || numel > max_numel) {
+        return ok < 0 ? NULL : none_ref();
+    }
+    PyObject *address = call_method(tensor, s_data_ptr);
+    const char *data = address == NULL ? NULL : (const char *)PyLong_AsVoidPtr(address);
+    Py_XDECREF(address);
+    if (data == NULL) {
+        return PyErr_Occurred() ? NULL : none_ref();
+    }
+    double acc[4];
+    int flags[2];
+    int_reduce(data, kind, layout.dims, layout.size, layout.stride, acc, flags);
+    PyObject *values[8] = {new_ref(v_tensor_type), new_ref(PyTuple_GET_ITEM(info, 0)), PyList_New(layout.dims)};
+    for (Py_ssize_t d = 0; values[2] != NULL && d < layout.dims; d++) {
+        PyObject *size = PyLong_FromSsize_t(layout.size[d]);
+        if (size == NULL) {
+            Py_CLEAR(values[2]);
+            break;
+        }
+        PyList_SET_ITEM(values[2], d, size);
+    }
+    if (kind == INT_BOOL) {
+        values[3] = new_ref(flags[0] ? Py_True : Py_False);
+        values[4] = new_ref(flags[1] ? Py_True : Py_False);
+        values[5] = new_ref(Py_None);
+        values[6] = new_ref(Py_None);
+    } else {
+        values[3] = PyFloat_FromDouble(acc[0]);
+        values[4] = PyFloat_FromDouble(acc[1]);
+        values[5] = PyFloat_FromDouble(acc[2] / (double)numel);
+        values[6] = PyFloat_FromDouble(sqrt(acc[3]));
+    }
+    values[7] = PyObject_GetAttr(tensor, s_requires_grad);
+    PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
+    PyObject *record = filled_dict(record_template, keys, values, 8);
+    for (int i = 0; i < 8; i++) {
+        Py_XDECREF(values[i]);
+    }
+    PyObject *version = record == NULL ? NULL : PyObject_GetAttr(tensor, s_version);
+    if (version == NULL) { /* an inference tensor: no version counter, not kept */
+        PyErr_Clear();
+        return record;
+    }
+    if (keep_record(args[0], id, tensor, version, dtype, record, limit, 0) < 0) {
+        Py_CLEAR(record);
+    }
+    Py_DECREF(version);
+    return record;
+}
+
 /* torch_record(entries, dtypes, limit, max_numel, strided, md5, tensor) -> record or None.
  * dtypes: dtype -> (name, kind) for the kinds this path reduces; limit: the cache's size bound. */
 static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -547,7 +616,8 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         return PyErr_Occurred() ? NULL : none_ref();
     }
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
-    if (kind < KIND_F32 || kind > KIND_F64) {
+    int integer = kind >= INT_KIND_BASE + INT_I64 && kind <= INT_KIND_BASE + INT_BOOL;
+    if (!integer && (kind < KIND_F32 || kind > KIND_F64)) {
         Py_DECREF(dtype);
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "torch_record: unknown kind");
@@ -562,7 +632,9 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *known = PyDict_GetItemWithError(args[0], id);
     int moved = 0;
     PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype, &moved);
-    if (record == NULL && moved) {
+    if (record == NULL && !PyErr_Occurred() && integer) {
+        record = int_record(args, id, tensor, dtype, info, (int)kind - INT_KIND_BASE);
+    } else if (record == NULL && moved) {
         record = changed_record(args[0], id, known, tensor, (int)kind, args);
     }
     if (record != NULL || PyErr_Occurred()) {
