@@ -67,23 +67,11 @@ static PyObject *begin_api_call(PyObject *const *shared, PyObject *const *contex
  * the function on them, its outputs hooked, backward_expect when anything was hooked. The output. */
 static PyObject *gated_call(PyObject *const *shared, PyObject *const *context, PyObject *call, PyObject *func,
                             PyObject *args, PyObject *kwargs) {
-    PyObject *engine = shared[M_ENGINE], *last = NULL;
+    PyObject *engine = shared[M_ENGINE], *last;
     Py_ssize_t n = PyTuple_GET_SIZE(args), gated = 0, hooked = 0;
-    PyObject *views = PyTuple_New(n);
-    if (views == NULL || set_busy(engine, Py_True) < 0) {
-        Py_XDECREF(views);
+    PyObject *views = gate_all(shared, context[P_TENSOR], call, args, 0, &gated, &last);
+    if (views == NULL) {
         return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *view = gate_value(shared, context[P_TENSOR], call, k_output, i, PyTuple_GET_ITEM(args, i), 0, &gated,
-                                    &last);
-        if (view == NULL) {
-            busy_off(engine);
-            Py_DECREF(views);
-            Py_XDECREF(last);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(views, i, view);
     }
     Py_XDECREF(last);
     PyObject *output = set_busy(engine, Py_False) < 0 ? NULL : PyObject_Call(func, views, kwargs);

@@ -233,35 +233,51 @@ static PyObject *begin_call(PyObject *const *shared, PyObject *const *context, P
     return call;
 }
 
-/* The gates of a call's positional arguments: (gated args, kwargs) for torch, or None when none was
- * gated (a new reference); the call's open entry in `calls` then holds its last gate */
-static PyObject *gate_arguments(PyObject *const *shared, PyObject *const *context, PyObject *calls, PyObject *call,
-                                PyObject *args, PyObject *kwargs) {
-    Py_ssize_t n = PyTuple_GET_SIZE(args), gated = 0;
-    PyObject *engine = shared[M_ENGINE], *last = NULL;
-    PyObject *views = PyTuple_New(n);
+/* The gates of a call's positional arguments (gates.gate with the engine busy): a new tuple of them, with
+ * *gated the views made and *last the last one (a new reference, or NULL), or NULL on error */
+static PyObject *gate_all(PyObject *const *shared, PyObject *tensor_type, PyObject *call, PyObject *args, int alias,
+                          Py_ssize_t *gated, PyObject **last) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *engine = shared[M_ENGINE], *views = PyTuple_New(n);
+    *last = NULL;
     if (views == NULL || set_busy(engine, Py_True) < 0) {
         Py_XDECREF(views);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *view = gate_value(shared, context[P_TENSOR], call, k_output, i, PyTuple_GET_ITEM(args, i), 1, &gated,
-                                    &last);
+        PyObject *view = gate_value(shared, tensor_type, call, k_output, i, PyTuple_GET_ITEM(args, i), alias, gated,
+                                    last);
         if (view == NULL) {
-            busy_off(engine);
-            Py_DECREF(views);
-            Py_XDECREF(last);
-            return NULL;
+            Py_CLEAR(views);
+            break;
         }
         PyTuple_SET_ITEM(views, i, view);
     }
-    int failed = busy_off(engine) < 0;
+    if (busy_off(engine) < 0 || views == NULL) {
+        Py_XDECREF(views);
+        Py_CLEAR(*last);
+        return NULL;
+    }
+    return views;
+}
+
+/* A module's argument gates: (gated args, kwargs) for torch, or None when none was gated (a new
+ * reference); the call's open entry in `calls` then holds its last gate */
+static PyObject *gate_arguments(PyObject *const *shared, PyObject *const *context, PyObject *calls, PyObject *call,
+                                PyObject *args, PyObject *kwargs) {
+    Py_ssize_t gated = 0;
+    PyObject *last;
+    PyObject *views = gate_all(shared, context[P_TENSOR], call, args, 1, &gated, &last);
+    if (views == NULL) {
+        return NULL;
+    }
+    int failed = 0;
     Py_ssize_t open = PyList_GET_SIZE(calls);
-    if (!failed && open > 0) { /* what the module makes, it makes after its last gate */
+    if (open > 0) { /* what the module makes, it makes after its last gate */
         PyObject *entry = PyTuple_Pack(2, call, last == NULL ? Py_None : last);
         failed = entry == NULL || PyList_SetItem(calls, open - 1, entry) < 0; /* (which takes the entry) */
     }
-    failed = failed || set_size(call, s_n_args, n) < 0 || set_size(call, s_expect_in, gated) < 0;
+    failed = failed || set_size(call, s_n_args, PyTuple_GET_SIZE(args)) < 0 || set_size(call, s_expect_in, gated) < 0;
     Py_XDECREF(last);
     if (failed || gated == 0) {
         Py_DECREF(views);
