@@ -1,7 +1,8 @@
 """API calls with autograd recorded in C (``_native.record_grad_call``, reached from ``mode_dispatch``): on
-calls with tuple and structseq outputs, list arguments, keywords, strided arguments, an output that is its
-argument and an in-place call, a dumped step leaves the bytes the Python method leaves, gradients reach
-the model as without the dump, and only list arguments go to the Python method."""
+calls with tuple and structseq outputs, list arguments, a shape's tuple, keywords, strided arguments, an
+output that is its argument and an in-place call, a dumped step leaves the bytes the Python method
+leaves, gradients reach the model as without the dump, and only lists of tensors go to the Python
+method."""
 from __future__ import annotations
 
 import collections
@@ -33,7 +34,7 @@ class Ops(nn.Module):
         top = torch.max(h, dim=-1)  # a structseq output: gates.gate_outputs hooks it
         joined = torch.cat([a, b], dim=-1)  # a list argument: the Python method
         same = joined.contiguous()  # returns its argument: a gate, not a hook of its own
-        act = F.gelu(same, approximate="tanh")  # a keyword
+        act = F.layer_norm(F.gelu(same, approximate="tanh"), (6,))  # a keyword; a tuple without tensors
         strided = act.t().matmul(torch.ones(x.shape[0], 1))  # a transposed argument
         scaled = h * 2
         scaled.add_(1)  # in place: no gates
@@ -94,7 +95,8 @@ def test_grad_calls_in_c_leave_the_python_methods_files(tmp_path, level, monkeyp
         assert compiled[key] == python[key], f"{key} differs between record_grad_call and the Python method"
     dump = compiled[(1, "dump.json")].decode()
     for entry in ("Torch.max.0.backward", "Torch.cat.0.backward", "Tensor.contiguous.0.backward",
-                  "Functional.gelu.0.forward", "Tensor.add_.0.forward", "Tensor.chunk.0.backward"):
+                  "Functional.gelu.0.forward", "Functional.layer_norm.0.backward", "Tensor.add_.0.forward",
+                  "Tensor.chunk.0.backward"):
         assert entry in dump
     expected = _train()
     for name in expected:
@@ -103,5 +105,6 @@ def test_grad_calls_in_c_leave_the_python_methods_files(tmp_path, level, monkeyp
     # the Python method: every recorded call with autograd there; in C all but torch.cat's (a list
     # argument) and the calls before the step's first entry opens its journal
     assert python_began["cat"] == compiled_began["cat"] == 2
-    assert python_began["gelu"] == 2 and compiled_began["gelu"] == 0
+    assert python_began["gelu"] == python_began["layer_norm"] == 2
+    assert compiled_began["gelu"] == compiled_began["layer_norm"] == 0
     assert sum(compiled_began.values()) < sum(python_began.values()) / 2

@@ -2,7 +2,7 @@
  * what DumpMode.__torch_function__ and run_recorded (msprobe/pytorch/hooks.py) do for it without
  * record_nested: api_begin, api_inputs, the gates of its positional arguments and the hooks of its
  * outputs (gates.gate_call), backward_expect, then finish_call. A call whose arguments hold lists or
- * tuples (torch.cat's) goes to the Python method whole; an output other than a value, a list or a plain
+ * tuples of tensors (torch.cat's) goes to the Python method whole; an output other than a value, a list or a plain
  * tuple of values (a structseq, nested lists) has its hooks made by gates.gate_outputs.
  *
  * Included by _native.c after _module.c (the gates, the output hooks and the module state's M_* items).
@@ -115,12 +115,9 @@ static PyObject *gated_call(PyObject *const *shared, PyObject *const *context, P
  * an error) where the call's arguments are the Python method's to walk */
 static PyObject *record_grad_call(PyObject *const *shared, PyObject *plain, PyObject *key, PyObject *func,
                                   PyObject *args, PyObject *kwargs) {
-    if (any_sequence(args) || !PyTuple_Check(key) || PyTuple_GET_SIZE(key) < 2 ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(key, 1))) {
-        return NULL;
-    }
     PyObject *const *context = plain_items(plain);
-    if (context == NULL) {
+    if (context == NULL || gated_inside(args, context[P_TENSOR]) || !PyTuple_Check(key) ||
+        PyTuple_GET_SIZE(key) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(key, 1))) {
         return NULL;
     }
     if (kwargs != NULL && (kwargs == Py_None || PyDict_GET_SIZE(kwargs) == 0)) {

@@ -5,8 +5,9 @@
  * those were ~40 calls a module, ~60 us of glue around the C records on the bench model's L0 step.
  *
  * Whatever is not the common case goes to the Python hook whole, before anything is changed: no plain
- * context (the step's first entry is not written yet, a window after stop()), an argument or output
- * that is a list or tuple (Python gates their items), an output of a tuple subclass (named tuples).
+ * context (the step's first entry is not written yet, a window after stop()), an argument that is a list
+ * or tuple of tensors or an output that is a list or tuple inside one (Python gates their items), an
+ * output of a tuple subclass (named tuples).
  * Both hooks of one module share its `calls` list and the Call objects, so a call the Python pre hook
  * began ends in C and the other way round.
  *
@@ -80,10 +81,15 @@ static int is_sequence(PyObject *value) {
     return PyList_Check(value) || PyTuple_Check(value);
 }
 
-static int any_sequence(PyObject *tuple) {
+/* 1 when one of the values is a list or tuple holding a tensor: Python's gates gate its items (torch.cat's
+ * list); a shape's tuple (layer_norm's) is passed as it is by both */
+static int gated_inside(PyObject *tuple, PyObject *tensor_type) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
-        if (is_sequence(PyTuple_GET_ITEM(tuple, i))) {
-            return 1;
+        PyObject *value = PyTuple_GET_ITEM(tuple, i);
+        for (Py_ssize_t j = 0; is_sequence(value) && j < PySequence_Fast_GET_SIZE(value); j++) {
+            if (PyObject_TypeCheck(PySequence_Fast_GET_ITEM(value, j), (PyTypeObject *)tensor_type)) {
+                return 1;
+            }
         }
     }
     return 0;
@@ -305,7 +311,10 @@ static PyObject *module_pre(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (is_busy != 0) {
         return is_busy < 0 ? NULL : new_ref(Py_None);
     }
-    PyObject *plain = any_sequence(call_args) ? NULL : held_context(engine);
+    PyObject *plain = held_context(engine);
+    if (plain != NULL && gated_inside(call_args, PyTuple_GET_ITEM(plain, P_TENSOR))) {
+        Py_CLEAR(plain);
+    }
     if (plain == NULL) {
         return PyErr_Occurred() ? NULL : PyObject_Vectorcall(own[O_PYTHON], args + 2, 3, NULL);
     }
