@@ -7,7 +7,9 @@
  * journal_entry (_json.c) encode records as JSON and append an entry to the journal; record_plain_call
  * (_call.c) records a whole API call made without autograd with them and finish_call the forward entry
  * of a call or module recorded in Python; record_gradient and record_param_gradient (_backward.c) are
- * the gradient hooks of a recorded call and of a parameter.
+ * the gradient hooks of a recorded call and of a parameter; module_pre and module_post (_module.c) a
+ * module's forward hooks with its gates; record_grad_call (_grad_call.c) an API call made with autograd,
+ * which mode_dispatch (_mode.c) routes there.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.

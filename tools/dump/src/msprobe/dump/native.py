@@ -7,8 +7,8 @@ small model most of a dumped step's statistics time is call overhead: numpy need
 ``stack_key(frame, skip, classify, limit) -> (key, codes)``: the caller's stack as (id(code), lasti)
 pairs, ~1 us where walking the frames in Python costs ~8 us (``msprobe.dump.stack``).
 ``crc32(address, nbytes)``: zlib's CRC-32, folded with carry-less multiplies where the CPU has them.
-``torch_record(...)`` (``_record.c``): a CPU tensor's whole dump.json record, statistics cache included,
-~3x faster than the Python path it stands in for (``TorchAdapter.record_maker``).
+``torch_record(...)`` (``_record.c``): a CPU tensor's whole dump.json record (float, integer or bool),
+statistics cache included, ~3x faster than the Python path it stands in for (``TorchAdapter.record_maker``).
 ``stack_anchor(frame, skip, classify)``: where that stack starts (the first frame not skipped).
 ``encode_args`` / ``encode_outputs`` (``_walk.c``): ``Encoder.args`` / ``Encoder.outputs`` in C.
 ``json_bytes(value)`` / ``json_line(value)`` / ``journal_entry(fd, lines, name, value)`` (``_json.c``):
@@ -18,7 +18,9 @@ line and for dump.json.
 ``record_plain_call(context, key, func, args, kwargs)`` (``_call.c``): an API call made without autograd
 (an optimizer's), run and recorded in one call (``DumpEngine.plain_context``);
 ``record_gradient(hooks, engine, call, side, path, grad)`` (``_backward.c``): a recorded call's gradient
-hook (``gates.py``). The extension is
+hook (``gates.py``); ``module_pre`` / ``module_post`` (``_module.c``): a module's forward hooks with its
+gates (``Hooks._module_hooks``); ``record_grad_call`` (``_grad_call.c``, reached through
+``mode_dispatch``, ``_mode.c``): an API call made with autograd, gated and recorded. The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
 Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
@@ -46,8 +48,9 @@ I64, I32, I16, I8, U8, BOOL = 0, 1, 2, 3, 4, 5
 """Element kinds of ``int_stats(address, kind, shape, strides)``."""
 
 _SOURCE = Path(__file__).with_name("_native.c")
-_INCLUDED = tuple(Path(__file__).with_name(name) for name in ("_record.c", "_walk.c", "_json.c", "_call.c", "_backward.c",
-                                                              "_module.c", "_grad_call.c", "_mode.c"))
+_INCLUDED = tuple(Path(__file__).with_name(name)
+                  for name in ("_record.c", "_walk.c", "_json.c", "_call.c", "_backward.c", "_module.c", "_grad_call.c",
+                               "_mode.c"))
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False

@@ -70,14 +70,16 @@ class TorchAdapter(Adapter):
     def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
         """``_native.torch_record`` over this adapter's caches: a CPU float tensor's record in one C call
         (~3x faster than the Python path) when its elements are one block, a permuted block or rows (md5:
-        contiguous only), an integer or bool tensor's of any strides (not in md5 mode); None without the compiled helpers, or in md5 mode where they lack the fast
-        CRC-32 (zlib's is faster than their table)."""
+        contiguous only), an integer or bool tensor's of any strides (not in md5 mode); None without the
+        compiled helpers, or in md5 mode where they lack the fast CRC-32 (zlib's is faster than their
+        table)."""
         kernel = native.helpers()
         if kernel is None or (md5 and not kernel.has_fast_crc32):
             return None
         dtypes = {dtype: (str(dtype), kind) for dtype, kind in stats.NATIVE_KINDS.items()
                   if precision != "high" or dtype == torch.float64}
-        dtypes.update((dtype, (str(dtype), kernel.INT_KIND_BASE + kind)) for dtype, kind in stats.NATIVE_INT_KINDS.items())
+        dtypes.update((dtype, (str(dtype), kernel.INT_KIND_BASE + kind))
+                      for dtype, kind in stats.NATIVE_INT_KINDS.items())
         cache = self._crc_cache if md5 else self._stat_cache
         return functools.partial(kernel.torch_record, cache.entries, dtypes, cache.limit, stats.NATIVE_NUMEL,
                                  torch.strided, md5)
