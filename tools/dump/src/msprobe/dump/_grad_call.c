@@ -31,31 +31,17 @@ static PyObject *begin_api_call(PyObject *const *shared, PyObject *const *contex
     PyObject *modules = context[P_MODULES];
     PyObject *parent = modules != Py_None && PyList_GET_SIZE(modules) ?
         PyList_GET_ITEM(modules, PyList_GET_SIZE(modules) - 1) : Py_None;
-    PyObject *generation = backward == NULL ? NULL : PyObject_GetAttr(shared[M_ENGINE], s_generation), *call = NULL;
-    if (generation != NULL) {
-        PyObject *made[6] = {forward, backward, Py_True, Py_True, parent, generation};
-        call = PyObject_Vectorcall(shared[M_CALL_TYPE], made, 6, NULL);
-    }
+    PyObject *call = backward == NULL ? NULL : new_call(shared, forward, backward, parent);
     Py_XDECREF(stem);
     Py_XDECREF(backward);
-    Py_XDECREF(generation);
     Py_DECREF(forward);
-    PyObject *tensors = call == NULL ? NULL : PyObject_GetAttr(call, s_tensors_attr), *inputs = NULL;
-    int failed = tensors == NULL || set_grad_mode(shared, 0) < 0;
+    int failed = call == NULL || set_grad_mode(shared, 0) < 0;
     if (!failed) {
-        failed = set_busy(shared[M_ENGINE], Py_True) < 0;
-        if (!failed) {
-            PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args,
-                                    kwargs == NULL ? Py_None : kwargs, tensors};
-            inputs = encode_args(NULL, walk_in, 6);
-            failed = busy_off(shared[M_ENGINE]) < 0 || inputs == NULL || PyObject_SetAttr(call, s_inputs, inputs) < 0;
-        }
+        failed = walk_inputs(shared, context, call, args, kwargs) < 0;
         if (set_grad_mode(shared, 1) < 0) {
             failed = 1;
         }
     }
-    Py_XDECREF(tensors);
-    Py_XDECREF(inputs);
     if (failed) {
         Py_XDECREF(call);
         return NULL;

@@ -191,11 +191,38 @@ static PyObject *gate_value(PyObject *const *shared, PyObject *tensor_type, PyOb
     return view;
 }
 
+/* Call(forward, backward, True, True, parent, engine.generation): a call recorded with a trivial filter */
+static PyObject *new_call(PyObject *const *shared, PyObject *forward, PyObject *backward, PyObject *parent) {
+    PyObject *generation = PyObject_GetAttr(shared[M_ENGINE], s_generation), *call = NULL;
+    if (generation != NULL) {
+        PyObject *made[6] = {forward, backward, Py_True, Py_True, parent, generation};
+        call = PyObject_Vectorcall(shared[M_CALL_TYPE], made, 6, NULL);
+        Py_DECREF(generation);
+    }
+    return call;
+}
+
+/* DumpEngine.api_inputs: call.inputs = the walk of its arguments, the engine busy meanwhile */
+static int walk_inputs(PyObject *const *shared, PyObject *const *context, PyObject *call, PyObject *args,
+                       PyObject *kwargs) {
+    PyObject *tensors = PyObject_GetAttr(call, s_tensors_attr), *inputs = NULL;
+    int failed = tensors == NULL || set_busy(shared[M_ENGINE], Py_True) < 0;
+    if (!failed) {
+        PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args,
+                                kwargs == NULL ? Py_None : kwargs, tensors};
+        inputs = encode_args(NULL, walk_in, 6);
+        failed = busy_off(shared[M_ENGINE]) < 0 || inputs == NULL || PyObject_SetAttr(call, s_inputs, inputs) < 0;
+    }
+    Py_XDECREF(tensors);
+    Py_XDECREF(inputs);
+    return failed ? -1 : 0;
+}
+
 /* DumpEngine.module_begin with a trivial filter: the new Call, counted, opened and constructed, its
  * inputs walked (a new reference) */
 static PyObject *begin_call(PyObject *const *shared, PyObject *const *context, PyObject *base, PyObject *args,
                             PyObject *kwargs) {
-    PyObject *engine = shared[M_ENGINE], *counters = context[P_COUNTERS], *modules = context[P_MODULES];
+    PyObject *counters = context[P_COUNTERS], *modules = context[P_MODULES];
     PyObject *counted = PyDict_GetItemWithError(counters, base);
     Py_ssize_t index = counted == NULL ? 0 : PyLong_AsSsize_t(counted);
     if (PyErr_Occurred() || modules == Py_None) {
@@ -214,24 +241,11 @@ static PyObject *begin_call(PyObject *const *shared, PyObject *const *context, P
     PyObject *parent = open ? PyList_GET_ITEM(modules, open - 1) : Py_None;
     PyObject *forward = PyUnicode_FromFormat("%U.forward.%zd", base, index);
     PyObject *backward = forward == NULL ? NULL : PyUnicode_FromFormat("%U.backward.%zd", base, index);
-    PyObject *generation = backward == NULL ? NULL : PyObject_GetAttr(engine, s_generation), *call = NULL;
-    if (generation != NULL) {
-        PyObject *made[6] = {forward, backward, Py_True, Py_True, parent, generation};
-        call = PyObject_Vectorcall(shared[M_CALL_TYPE], made, 6, NULL);
-    }
-    Py_XDECREF(backward);
-    Py_XDECREF(generation);
-    PyObject *tensors = NULL, *inputs = NULL;
+    PyObject *call = backward == NULL ? NULL : new_call(shared, forward, backward, parent);
     int failed = call == NULL || PyList_Append(modules, call) < 0 || construct_under(context, forward, parent) < 0 ||
-                 (tensors = PyObject_GetAttr(call, s_tensors_attr)) == NULL || set_busy(engine, Py_True) < 0;
-    if (!failed) {
-        PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args, kwargs, tensors};
-        inputs = encode_args(NULL, walk_in, 6);
-        failed = busy_off(engine) < 0 || inputs == NULL || PyObject_SetAttr(call, s_inputs, inputs) < 0;
-    }
+                 walk_inputs(shared, context, call, args, kwargs) < 0;
     Py_XDECREF(forward);
-    Py_XDECREF(tensors);
-    Py_XDECREF(inputs);
+    Py_XDECREF(backward);
     if (failed) {
         Py_XDECREF(call);
         return NULL;
