@@ -86,6 +86,19 @@ def test_torch_record_of_integers_and_bools_equals_the_python_path(precision):
         assert with_md5(tokens) is None
 
 
+def test_torch_record_of_aliases_at_an_offset():
+    """``.data`` of a view is no view (no ``_base``) yet starts inside its storage: keyed by its own id, its
+    statistics are its own elements', and another alias of the same storage gets its own."""
+    x = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+    made = TorchAdapter().record_maker("normal", False)
+    tail, rows = x[2:].data, x[3:5].data
+    assert tail._base is None and tail.storage_offset() == 8
+    for alias in (tail, rows, tail):
+        record = made(alias)
+        assert json.dumps(record) == json.dumps(_python_record(TorchAdapter(), alias, "normal", False))
+    assert made(tail)["Min"] == 8.0 and made(rows)["Min"] == 12.0 and made(rows)["Max"] == 19.0
+
+
 def test_torch_record_shares_the_statistics_cache_with_the_python_path():
     adapter = TorchAdapter()
     made = adapter.record_maker("normal", False)

@@ -321,7 +321,7 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
 static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args,
-                                   PyObject **version_out, int *contiguous) {
+                                   PyObject **version_out, PyObject **shape_out, int *contiguous) {
     PyObject *entries = args[0];
     Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
     int md5 = PyObject_IsTrue(args[5]);
@@ -350,10 +350,22 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
         PyErr_Clear();
         return none_ref();
     }
-    PyObject *numel = call_method(tensor, s_numel), *base = PyObject_GetAttr(tensor, s_base);
-    PyObject *offset = call_method(tensor, s_storage_offset), *key = NULL, *id = NULL, *stats = NULL;
-    Py_ssize_t count = numel == NULL ? -1 : PyLong_AsSsize_t(numel);
-    if (base == NULL || offset == NULL || count < 0) {
+    /* the element count from the shape the record needs anyway; a tensor that is not a view has its own
+     * id in the key, so its offset (0 but for `.data` of a view) need not be read: one method call
+     * (through torch's argument parser) less each */
+    PyObject *shape = PyObject_GetAttr(tensor, s_shape), *base = PyObject_GetAttr(tensor, s_base), *numel = NULL;
+    PyObject *offset = NULL, *key = NULL, *id = NULL, *stats = NULL;
+    Py_ssize_t count = shape == NULL || !PyTuple_Check(shape) ? -1 : 1;
+    for (Py_ssize_t d = 0; count >= 0 && d < PyTuple_GET_SIZE(shape); d++) {
+        count *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+    }
+    if (PyErr_Occurred() || base == NULL || count < 0) {
+        stats = PyErr_Occurred() ? NULL : none_ref(); /* (a shape that is not a tuple: the Python path) */
+        goto done;
+    }
+    numel = PyLong_FromSsize_t(count);
+    offset = base == Py_None ? PyLong_FromLong(0) : call_method(tensor, s_storage_offset);
+    if (numel == NULL || offset == NULL) {
         goto done;
     }
     if (count == 0 || count > max_numel) {
@@ -387,9 +399,11 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
     }
 done:
     if (stats != NULL && stats != Py_None) {
-        *version_out = version; /* the caller's reference */
+        *version_out = version; /* the caller's references */
+        *shape_out = shape;
     } else {
         Py_DECREF(version);
+        Py_XDECREF(shape);
     }
     Py_XDECREF(numel);
     Py_XDECREF(base);
@@ -642,16 +656,16 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         Py_DECREF(dtype);
         return record;
     }
-    PyObject *version = NULL;
+    PyObject *version = NULL, *shape = NULL;
     int contiguous = 0;
-    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version, &contiguous);
+    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version, &shape, &contiguous);
     if (stats == NULL || stats == Py_None) {
         Py_DECREF(id);
         Py_DECREF(dtype);
         return stats;
     }
-    PyObject *shape = PyObject_GetAttr(tensor, s_shape), *grad = PyObject_GetAttr(tensor, s_requires_grad);
-    PyObject *dims = shape == NULL ? NULL : PySequence_List(shape);
+    PyObject *grad = PyObject_GetAttr(tensor, s_requires_grad);
+    PyObject *dims = PySequence_List(shape);
     if (dims != NULL && grad != NULL) {
         PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
         PyObject *values[8] = {v_tensor_type, PyTuple_GET_ITEM(info, 0), dims, PyDict_GetItem(stats, k_max),
