@@ -77,6 +77,8 @@ static PyObject *gated_call(PyObject *const *shared, PyObject *const *context, P
             if (hooks != NULL && PyTuple_Check(hooks) && PyTuple_GET_SIZE(hooks) == 3) {
                 result = new_ref(PyTuple_GET_ITEM(hooks, 0));
                 hooked = PyLong_AsSsize_t(PyTuple_GET_ITEM(hooks, 2));
+            } else if (hooks != NULL) { /* an error, never "not mine": the function has run already */
+                PyErr_SetString(PyExc_TypeError, "gate_outputs must return (output, outputs, hooked)");
             }
             Py_XDECREF(among);
             Py_XDECREF(made_by);

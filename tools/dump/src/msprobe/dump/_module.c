@@ -522,19 +522,12 @@ static int end_call(PyObject *const *shared, PyObject *plain, PyObject *call, Py
         PyErr_SetString(PyExc_TypeError, "module_post: the plain context has no module list");
         return -1;
     }
-    Py_ssize_t open = PyList_GET_SIZE(modules);
-    if (open && PyList_GET_ITEM(modules, open - 1) == call) {
-        if (PyList_SetSlice(modules, open - 1, open, NULL) < 0) {
-            return -1;
-        }
-    } else {
-        for (Py_ssize_t i = 0; i < open; i++) {
-            if (PyList_GET_ITEM(modules, i) == call) {
-                if (PyList_SetSlice(modules, i, i + 1, NULL) < 0) {
-                    return -1;
-                }
-                break;
+    for (Py_ssize_t i = PyList_GET_SIZE(modules) - 1; i >= 0; i--) { /* (it is open once: the last, mostly) */
+        if (PyList_GET_ITEM(modules, i) == call) {
+            if (PyList_SetSlice(modules, i, i + 1, NULL) < 0) {
+                return -1;
             }
+            break;
         }
     }
     PyObject *parameters = own_parameters(module);

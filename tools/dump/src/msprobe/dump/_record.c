@@ -24,7 +24,7 @@ static PyObject *k_type, *k_dtype, *k_shape, *k_max, *k_min, *k_mean, *k_norm, *
 /* A dict of `count` items, keys and values in order (a new reference). Py_BuildValue parsed its format on
  * every record (a tenth of a small tensor's record); a record's eight items are set in a copy of a
  * template holding its keys, which a copy makes at its full size at once. */
-static PyObject *record_template;
+static PyObject *record_template, *record_keys[8];
 
 static PyObject *filled_dict(PyObject *template, PyObject *const *keys, PyObject *const *values, int count) {
     PyObject *dict = template != NULL ? PyDict_Copy(template) : PyDict_New();
@@ -48,7 +48,8 @@ static int record_init(void) {
 #undef INTERN
     PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
     PyObject *nones[8] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
-    record_template = filled_dict(NULL, keys, nones, 8);
+    memcpy(record_keys, keys, sizeof keys);
+    record_template = filled_dict(NULL, record_keys, nones, 8);
     return record_template == NULL ? -1 : 0;
 }
 
@@ -102,6 +103,15 @@ static const Py_ssize_t FLOAT_ITEM_SIZE[4] = {4, 2, 2, 8}; /* bytes of an elemen
 typedef struct {
     Py_ssize_t dims, size[MAX_DIMS], stride[MAX_DIMS];
 } Layout;
+
+/* torch_record's arguments, read once a call */
+typedef struct {
+    PyObject *entries;   /* the cache: content keys and tensor ids -> kept values */
+    Py_ssize_t limit;    /* its size bound */
+    Py_ssize_t max_numel;
+    PyObject *strided;   /* torch.strided */
+    int md5;
+} RecordArgs;
 
 /* The tensor's shape and strides; 0 when it has more than MAX_DIMS dimensions, -1 on error */
 static int read_layout(PyObject *tensor, Layout *layout) {
@@ -320,15 +330,12 @@ static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *sta
 
 /* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
  * the tensor is not one this path handles. */
-static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, PyObject *const *args,
+static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, const RecordArgs *args,
                                    PyObject **version_out, PyObject **shape_out, int *contiguous) {
-    PyObject *entries = args[0];
-    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
-    int md5 = PyObject_IsTrue(args[5]);
-    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
-        return NULL;
-    }
-    int ok = attribute_is(tensor, s_layout, args[4], 0);
+    PyObject *entries = args->entries;
+    Py_ssize_t limit = args->limit, max_numel = args->max_numel;
+    int md5 = args->md5;
+    int ok = attribute_is(tensor, s_layout, args->strided, 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
     Layout layout;
@@ -495,14 +502,10 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
  * Its layout is probed again only as far as it can have changed (device, lazy negation, contiguity,
  * address: a `.data` swap or `set_` keeps the object); the content cache is neither read (this
  * version's contents are new) nor written. NULL without error where the full path must decide. */
-static PyObject *changed_record(PyObject *entries, PyObject *id, PyObject *known, PyObject *tensor, int kind,
-                                PyObject *const *args) {
-    Py_ssize_t max_numel = PyLong_AsSsize_t(args[3]);
-    int md5 = PyObject_IsTrue(args[5]);
-    PyObject *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
-    if ((max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
-        return NULL;
-    }
+static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *known, PyObject *tensor, int kind) {
+    Py_ssize_t max_numel = args->max_numel;
+    int md5 = args->md5;
+    PyObject *entries = args->entries, *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
     Py_ssize_t numel = 1;
     for (Py_ssize_t i = 0; dims != NULL && i < PyList_GET_SIZE(dims); i++) {
         numel *= PyLong_AsSsize_t(PyList_GET_ITEM(dims, i));
@@ -546,14 +549,10 @@ static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObje
  * _native_int_stats and the Python path make it: float Max/Min/Mean/Norm, or any/all for bools. Kept
  * under its id like a float tensor's, never in the content cache; md5 mode is the Python path's (the
  * CRC-32 follows the element order). NULL with an error, or Py_None where this path does not apply. */
-static PyObject *int_record(PyObject *const *args, PyObject *id, PyObject *tensor, PyObject *dtype, PyObject *info,
+static PyObject *int_record(const RecordArgs *args, PyObject *id, PyObject *tensor, PyObject *dtype, PyObject *info,
                             int kind) {
-    Py_ssize_t limit = PyLong_AsSsize_t(args[2]), max_numel = PyLong_AsSsize_t(args[3]);
-    int md5 = PyObject_IsTrue(args[5]);
-    if ((limit == -1 || max_numel == -1 || md5 < 0) && PyErr_Occurred()) {
-        return NULL;
-    }
-    int ok = md5 ? 0 : attribute_is(tensor, s_layout, args[4], 0);
+    Py_ssize_t max_numel = args->max_numel;
+    int ok = args->md5 ? 0 : attribute_is(tensor, s_layout, args->strided, 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_cpu, Py_True, 0);
     if (ok > 0) ok = attribute_is(tensor, s_is_neg, Py_False, 1);
     Layout layout;
@@ -595,8 +594,7 @@ static PyObject *int_record(PyObject *const *args, PyObject *id, PyObject *tenso
         values[6] = PyFloat_FromDouble(sqrt(acc[3]));
     }
     values[7] = PyObject_GetAttr(tensor, s_requires_grad);
-    PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
-    PyObject *record = filled_dict(record_template, keys, values, 8);
+    PyObject *record = filled_dict(record_template, record_keys, values, 8);
     for (int i = 0; i < 8; i++) {
         Py_XDECREF(values[i]);
     }
@@ -605,7 +603,7 @@ static PyObject *int_record(PyObject *const *args, PyObject *id, PyObject *tenso
         PyErr_Clear();
         return record;
     }
-    if (keep_record(args[0], id, tensor, version, dtype, record, limit, 0) < 0) {
+    if (keep_record(args->entries, id, tensor, version, dtype, record, args->limit, 0) < 0) {
         Py_CLEAR(record);
     }
     Py_DECREF(version);
@@ -617,6 +615,11 @@ static PyObject *int_record(PyObject *const *args, PyObject *id, PyObject *tenso
 static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "torch_record(entries: dict, dtypes: dict, limit, max_numel, strided, md5, tensor)");
+        return NULL;
+    }
+    RecordArgs parsed = {args[0], PyLong_AsSsize_t(args[2]), PyLong_AsSsize_t(args[3]), args[4],
+                         PyObject_IsTrue(args[5])};
+    if (PyErr_Occurred()) { /* a limit or bound that is no int */
         return NULL;
     }
     PyObject *tensor = args[6];
@@ -643,13 +646,13 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         Py_DECREF(dtype);
         return NULL;
     }
-    PyObject *known = PyDict_GetItemWithError(args[0], id);
+    PyObject *known = PyDict_GetItemWithError(parsed.entries, id);
     int moved = 0;
     PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype, &moved);
     if (record == NULL && !PyErr_Occurred() && integer) {
-        record = int_record(args, id, tensor, dtype, info, (int)kind - INT_KIND_BASE);
+        record = int_record(&parsed, id, tensor, dtype, info, (int)kind - INT_KIND_BASE);
     } else if (record == NULL && moved) {
-        record = changed_record(args[0], id, known, tensor, (int)kind, args);
+        record = changed_record(&parsed, id, known, tensor, (int)kind);
     }
     if (record != NULL || PyErr_Occurred()) {
         Py_DECREF(id);
@@ -658,7 +661,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *version = NULL, *shape = NULL;
     int contiguous = 0;
-    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, args, &version, &shape, &contiguous);
+    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, &parsed, &version, &shape, &contiguous);
     if (stats == NULL || stats == Py_None) {
         Py_DECREF(id);
         Py_DECREF(dtype);
@@ -667,18 +670,17 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *grad = PyObject_GetAttr(tensor, s_requires_grad);
     PyObject *dims = PySequence_List(shape);
     if (dims != NULL && grad != NULL) {
-        PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
         PyObject *values[8] = {v_tensor_type, PyTuple_GET_ITEM(info, 0), dims, PyDict_GetItem(stats, k_max),
                                PyDict_GetItem(stats, k_min), PyDict_GetItem(stats, k_mean),
                                PyDict_GetItem(stats, k_norm), grad};
-        record = filled_dict(record_template, keys, values, 8);
+        record = filled_dict(record_template, record_keys, values, 8);
         PyObject *md5 = record == NULL ? NULL : PyDict_GetItem(stats, k_md5);
         if (md5 != NULL && PyDict_SetItem(record, k_md5, md5) < 0) {
             Py_CLEAR(record);
         }
-        Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-        if (record != NULL &&
-            (limit < 0 || keep_record(args[0], id, tensor, version, dtype, record, limit, contiguous) < 0)) {
+        if (record != NULL && (parsed.limit < 0 ||
+                               keep_record(parsed.entries, id, tensor, version, dtype, record, parsed.limit,
+                                           contiguous) < 0)) {
             Py_CLEAR(record);
         }
     }
