@@ -107,3 +107,51 @@ def dump_one_step(folder: Path, body, **config) -> dict:
     debugger.step()
     debugger.flush()
     return json.loads((folder / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+
+
+STEP_FILES = ("dump.json", "stack.json", "construct.json")
+
+
+def sgd_steps(make_model, input_shape, loss_of, debugger=None, steps: int = 2) -> dict:
+    """``steps`` plain SGD steps (lr 0.1) from seed 0, dumped when a ``debugger`` is given (and its files
+    flushed); returns the last step's parameter gradients."""
+    torch.manual_seed(0)
+    model = make_model()
+    x = torch.randn(*input_shape)
+    grads = {}
+    for _ in range(steps):
+        model.zero_grad()
+        if debugger is not None:
+            debugger.start(model=model)
+        loss_of(model(x)).backward()
+        if debugger is not None:
+            debugger.stop()
+            debugger.step()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p -= 0.1 * p.grad
+    if debugger is not None:
+        debugger.flush()
+    return grads
+
+
+def step_files(dump_path: Path, steps: int = 2) -> dict:
+    """{(step, file name): bytes} of the files each step of a single-rank dump left."""
+    return {(step, name): (dump_path / f"step{step}" / "rank" / name).read_bytes()
+            for step in range(steps) for name in STEP_FILES}
+
+
+def assert_same_dumps(ours: tuple, python: tuple, undumped: dict, what: str) -> None:
+    """``ours`` and ``python``: (step files, gradients) of the same run through a C path and the Python
+    path it stands in for. Their files are the same bytes and their gradients the same numbers; both
+    match an undumped run's within float rounding (the gates' views change the order in which autograd
+    adds a tensor's gradients up)."""
+    (files, grads), (python_files, python_grads) = ours, python
+    for key in python_files:
+        assert files[key] == python_files[key], f"{key} differs between {what}"
+    assert grads.keys() == python_grads.keys() == undumped.keys()
+    for name in undumped:
+        torch.testing.assert_close(grads[name], python_grads[name], rtol=0, atol=0)
+        torch.testing.assert_close(grads[name], undumped[name], rtol=1e-5, atol=1e-6)

@@ -13,14 +13,14 @@ import torch
 import torch.nn as nn
 
 from msprobe.dump import native
-from msprobe.pytorch import PrecisionDebugger
 from msprobe.dump.engine import DumpEngine
-from msprobe.pytorch import hooks
+from msprobe.pytorch import PrecisionDebugger, hooks
+
+from dumphelpers import assert_same_dumps, sgd_steps, step_files
 
 kernel = native.helpers()
 pytestmark = pytest.mark.skipif(kernel is None, reason="no C compiler or Python headers here")
 
-FILES = ("dump.json", "stack.json", "construct.json")
 Pair = collections.namedtuple("Pair", "first second")
 
 
@@ -126,41 +126,13 @@ def _dump(tmp_path: Path, level: str, compiled: bool, monkeypatch) -> tuple:
     monkeypatch.setattr(hooks, "gate_outputs", counted("post", gate_outputs))
     if not compiled:
         monkeypatch.setattr(hooks.Hooks, "_compiled_state", lambda self: None)
-    torch.manual_seed(0)
-    model = Varied()
-    x = torch.randn(5, 4)
     out = tmp_path / ("compiled" if compiled else "python") / level
-    debugger = PrecisionDebugger(task="statistics", dump_path=str(out), level=level)
-    grads = None
-    for _ in range(2):
-        model.zero_grad()
-        debugger.start(model=model)
-        model(x).square().mean().backward()
-        debugger.stop()
-        debugger.step()
-        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.grad is not None:
-                    p -= 0.1 * p.grad
-    debugger.flush()
-    files = {(step, name): (out / f"step{step}" / "rank" / name).read_bytes() for step in (0, 1) for name in FILES}
-    return files, grads, calls
+    grads = sgd_steps(Varied, (5, 4), _loss, PrecisionDebugger(task="statistics", dump_path=str(out), level=level))
+    return step_files(out), grads, calls
 
 
-def _undumped_grads() -> dict:
-    torch.manual_seed(0)
-    model = Varied()
-    x = torch.randn(5, 4)
-    for _ in range(2):
-        model.zero_grad()
-        model(x).square().mean().backward()
-        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.grad is not None:
-                    p -= 0.1 * p.grad
-    return grads
+def _loss(output):
+    return output.square().mean()
 
 
 @pytest.mark.parametrize("level", ["L0", "mix"])
@@ -168,18 +140,12 @@ def test_the_c_hooks_leave_the_python_hooks_files(tmp_path, level, monkeypatch):
     # one call site for both (it is in the stacks)
     (compiled, compiled_grads, compiled_calls), (python, python_grads, python_calls) = \
         [_dump(tmp_path, level, use_c, monkeypatch) for use_c in (True, False)]
-    for key in python:
-        assert compiled[key] == python[key], f"{key} differs between the C and the Python module hooks"
+    assert_same_dumps((compiled, compiled_grads), (python, python_grads), sgd_steps(Varied, (5, 4), _loss),
+                      "the C and the Python module hooks")
     dump = compiled[(1, "dump.json")].decode()
     for entry in ("Module.named.NamedOut.backward.0", "Module.keywords.Keywords.forward.1",
                   "Module.tied.Tied.parameters_grad", "Module.quiet.inner.Linear.forward.0"):
         assert entry in dump
-    # the gates' views change the order in which autograd adds a tensor's gradients up: float rounding
-    expected = _undumped_grads()
-    assert compiled_grads.keys() == python_grads.keys() == expected.keys()
-    for name in expected:
-        torch.testing.assert_close(compiled_grads[name], python_grads[name], rtol=0, atol=0)
-        torch.testing.assert_close(compiled_grads[name], expected[name], rtol=1e-5, atol=1e-6)
     # 14 module calls a step, 13 with autograd; in C all but the first module of each step (its pre hook;
     # and at L0 its post hook: the step's journal opens with the first entry, at mix the first API's), the
     # list argument's pre hooks (two calls) and the post hooks of the named tuple and the nested outputs
