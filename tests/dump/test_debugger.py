@@ -207,6 +207,49 @@ def test_module_hooks_follow_replaced_modules_and_keep_nothing_alive(dump_dir):
     assert gone() is None
 
 
+def test_a_model_hooked_alone_then_in_a_list_takes_the_listed_names(dump_dir):
+    """What a window installs is gathered once per model and prefix: the same model started alone, then as
+    the first of a list, then alone again is named as each start() asks."""
+    from dumphelpers import MLP
+
+    model, other = MLP(), MLP()
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    x = torch.randn(2, 8)
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    _one_step(debugger, lambda: (model(x) + other(x)).sum().backward(), [model, other])
+    _one_step(debugger, lambda: model(x).sum().backward(), model)
+    alone = {name for name in _data(dump_dir, 0)}
+    listed = _data(dump_dir, 1)
+    assert "Module.fc1.Linear.forward.0" in alone and "Module.fc1.Linear.parameters_grad" in alone
+    assert {"Module.0.fc1.Linear.forward.0", "Module.1.fc1.Linear.forward.0", "Module.0.fc2.Linear.backward.0",
+            "Module.0.fc1.Linear.parameters_grad", "Module.1.fc2.Linear.parameters_grad"} <= set(listed)
+    assert not any(name.startswith("Module.fc") for name in listed)
+    assert set(_data(dump_dir, 2)) == alone
+
+
+def test_tensor_snapshots_are_freed_once_the_window_closes(dump_dir):
+    """The caches of a window (statistics, snapshots) are emptied at stop() and what they held is freed on
+    the writer thread: no snapshot outlives the files written from it."""
+    import gc
+    import weakref
+
+    from dumphelpers import MLP
+
+    model = MLP()
+    debugger = PrecisionDebugger(task="tensor", level="L0", dump_path=str(dump_dir))
+    debugger.start(model)
+    model(torch.randn(2, 8)).sum().backward()
+    snapshots = [weakref.ref(value[1]) for value in debugger.adapter._snap_cache.entries.values()]
+    assert snapshots and len(debugger.adapter._stat_cache)
+    debugger.stop()
+    assert not len(debugger.adapter._snap_cache) and not len(debugger.adapter._stat_cache)
+    debugger.step()
+    debugger.flush()
+    gc.collect()
+    assert all(ref() is None for ref in snapshots)
+    assert (dump_dir / "step0" / "rank" / "dump_tensor_data").is_dir()
+
+
 def test_modules_and_parameters_added_or_frozen_between_steps_are_followed(dump_dir):
     """The modules a window hooks are walked once and used again while the model is unchanged: a module
     added, a parameter frozen or replaced between steps is seen in the next step."""

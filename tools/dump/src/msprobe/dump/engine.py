@@ -356,6 +356,10 @@ class DumpEngine:
             self._flush_pending()
             self.output.flush(final)
 
+    def drop(self, garbage: List[Any]) -> None:
+        """Free ``garbage`` (what the adapter's caches held in a window) on the background thread."""
+        self.output.drop(garbage)
+
     def wait(self) -> None:
         """Block until every file queued so far (tensor files, finished steps' JSON files) is written."""
         self.output.wait()

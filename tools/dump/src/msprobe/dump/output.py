@@ -80,6 +80,10 @@ class StepOutput:
         else:
             writer.flush()
 
+    def drop(self, garbage: List[Any]) -> None:
+        """Free ``garbage`` on the writer thread (after the work queued before it), off the hook thread."""
+        self._file_writer().release(garbage)
+
     def wait(self) -> None:
         """Block until every file queued so far (tensor files, finished steps' JSON files) is written."""
         if self._files is not None:

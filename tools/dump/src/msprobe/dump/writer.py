@@ -2,12 +2,13 @@
 a daemon thread does the file I/O (fsync included) in order."""
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 _BACKLOG = 4096
 """Queued items above which the hook thread waits: when the disk is slower than the training, the hook
@@ -41,6 +42,16 @@ class TensorFileWriter:
     def call(self, work: Callable[[], Any], what: str) -> None:
         """Run ``work()`` on the writer thread after everything queued before it."""
         self.put(work, what)
+
+    def release(self, garbage: List[Any]) -> None:
+        """Free ``garbage`` (what a closed window's caches held) on the writer thread, after the files queued
+        before it, and the snapshots kept for hard links with it: a window's snapshots are not handed again
+        once its caches are emptied."""
+        self.call(functools.partial(self._release, garbage), "release")
+
+    def _release(self, garbage: List[Any]) -> None:
+        garbage.clear()
+        self._recent.clear()
 
     def _run(self) -> None:
         while True:

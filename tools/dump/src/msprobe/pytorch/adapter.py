@@ -98,9 +98,14 @@ class TorchAdapter(Adapter):
                 cache.store(key, owner, value)
 
     def forget(self) -> None:
-        """End of a dumped window: release the tensors the caches hold."""
-        for cache in (self._stat_cache, self._crc_cache, self._snap_cache):
-            cache.clear()
+        """End of a dumped window: release the tensors the caches hold (freed on the engine's writer
+        thread when a window installed one)."""
+        caches = [cache for cache in (self._stat_cache, self._crc_cache, self._snap_cache) if len(cache)]
+        if self._hooks is None:
+            for cache in caches:
+                cache.clear()
+        elif caches:
+            self._hooks.engine.drop([cache.take() for cache in caches])
 
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
         return handle if type(handle) is dict else None

@@ -73,3 +73,10 @@ class ContentCache:
 
     def clear(self) -> None:
         self.entries.clear()
+
+    def take(self) -> Dict[Any, Tuple[Any, Any]]:
+        """Empty the cache (the same dict: the compiled record maker holds it) and return what it held, for
+        another thread to drop: a copy only counts references, freeing ~150 records cost ~40 us a window."""
+        held = self.entries.copy()
+        self.entries.clear()
+        return held

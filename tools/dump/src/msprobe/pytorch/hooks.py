@@ -127,6 +127,7 @@ class Hooks:
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
+        self._prepared: "weakref.WeakKeyDictionary[ModelPlan, tuple]" = weakref.WeakKeyDictionary()
         self._shared: Optional[tuple] = None
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
@@ -193,16 +194,38 @@ class Hooks:
         plan = self._plans.get(model)
         if plan is None or not plan.still_valid(model):
             plan = self._plans[model] = ModelPlan(model)  # the root model itself is not recorded (as upstream)
-        for path, module, parameters in plan.items():
+        prepared = self._prepared.get(plan)
+        if prepared is None or prepared[0] != prefix:
+            prepared = self._prepared[plan] = self._prepare(plan, prefix)
+        _, modules, calls, parameters = prepared
+        for made in calls:
+            made.clear()  # a window that ended inside a forward call leaves its call behind
+        self._module_hooks_on.modules([(module(), pre, post) for module, pre, post in modules])
+        hooked, hooks = self._hooked_params, []
+        for key, parameter, hook in parameters:
+            param = parameter()
+            if param.requires_grad and key not in hooked:
+                hooked.add(key)  # start() twice in a step: hook once
+                hooks.append((param, hook))
+        self._grad_hooks_on.tensors(hooks)
+
+    def _prepare(self, plan: ModelPlan, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
+        """What every window of a model installs (prefix, [(module ref, pre, post)], the modules' open-call
+        lists, [((id(module), name), parameter ref, hook)]), gathered once per plan: installing it is then
+        one loop over dicts (walking the plan and asking each module for its hooks cost ~0.15 ms a window)."""
+        modules: List[tuple] = []
+        calls: List[list] = []
+        parameters: List[tuple] = []
+        for path, module, params in plan.items():
             pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
-            self._module_hooks_on.module(module, pre, post)
-            for name, param in parameters:
-                if param.requires_grad and (id(module), name) not in self._hooked_params:
-                    self._hooked_params.add((id(module), name))  # start() twice in a step: hook once
-                    hook = param_hooks.get(name)
-                    if hook is None:
-                        hook = param_hooks[name] = self._param_hook(owner, name)
-                    self._grad_hooks_on.tensor(param, hook)
+            modules.append((weakref.ref(module), pre, post))
+            calls.append(self._made[module][1])
+            for name, param in params:
+                hook = param_hooks.get(name)
+                if hook is None:
+                    hook = param_hooks[name] = self._param_hook(owner, name)
+                parameters.append(((id(module), name), weakref.ref(param), hook))
+        return prefix, modules, calls, parameters
 
     def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:
         """The hooks of ``module`` at path ``full`` (pre, post, owner of its parameters, parameter hooks by
