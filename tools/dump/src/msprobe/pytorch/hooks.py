@@ -200,11 +200,13 @@ class Hooks:
         _, modules, calls, parameters = prepared
         for made in calls:
             made.clear()  # a window that ended inside a forward call leaves its call behind
-        self._module_hooks_on.modules([(module(), pre, post) for module, pre, post in modules])
+        # still_valid() said every reference is alive; a dead one (never expected) is skipped, not hooked
+        self._module_hooks_on.modules([(module, pre, post) for ref, pre, post in modules
+                                       if (module := ref()) is not None])
         hooked, hooks = self._hooked_params, []
         for key, parameter, hook in parameters:
             param = parameter()
-            if param.requires_grad and key not in hooked:
+            if param is not None and param.requires_grad and key not in hooked:
                 hooked.add(key)  # start() twice in a step: hook once
                 hooks.append((param, hook))
         self._grad_hooks_on.tensors(hooks)
