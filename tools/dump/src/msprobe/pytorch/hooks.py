@@ -213,20 +213,22 @@ class Hooks:
 
     def _prepare(self, plan: ModelPlan, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
         """What every window of a model installs (prefix, [(module ref, pre, post)], the modules' open-call
-        lists, [((id(module), name), parameter ref, hook)]), gathered once per plan: installing it is then
-        one loop over dicts (walking the plan and asking each module for its hooks cost ~0.15 ms a window)."""
+        lists, [((id(module), name), parameter ref, hook)]; the plan's own references), gathered once per
+        plan: installing it is then one loop over dicts (walking the plan and asking each module for its
+        hooks cost ~0.15 ms a window)."""
         modules: List[tuple] = []
         calls: List[list] = []
         parameters: List[tuple] = []
-        for path, module, params in plan.items():
+        for path, module_ref, params in plan.references():
+            module = module_ref()
             pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
-            modules.append((weakref.ref(module), pre, post))
+            modules.append((module_ref, pre, post))
             calls.append(self._made[module][1])
-            for name, param in params:
+            for name, param_ref in params:
                 hook = param_hooks.get(name)
                 if hook is None:
                     hook = param_hooks[name] = self._param_hook(owner, name)
-                parameters.append(((id(module), name), weakref.ref(param), hook))
+                parameters.append(((id(module), name), param_ref, hook))
         return prefix, modules, calls, parameters
 
     def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:

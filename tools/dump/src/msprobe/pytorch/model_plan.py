@@ -26,10 +26,10 @@ class ModelPlan:
                             for _, m in modules]
         self._signature = _signature(model, [m for _, m in modules])
 
-    def items(self) -> Iterator[Tuple[str, torch.nn.Module, List[Tuple[str, Any]]]]:
-        """(path, module, [(name, parameter)]) of each module (alive: ``still_valid`` said so)."""
-        for (path, module), parameters in zip(self._modules, self._parameters):
-            yield path, module(), [(name, parameter()) for name, parameter in parameters]
+    def references(self) -> Iterator[Tuple[str, "weakref.ref", List[Tuple[str, "weakref.ref"]]]]:
+        """(path, weak reference to the module, [(name, weak reference to the parameter)]) of each module,
+        the plan's own references (alive while ``still_valid`` says so)."""
+        return ((path, module, parameters) for (path, module), parameters in zip(self._modules, self._parameters))
 
     def still_valid(self, model: torch.nn.Module) -> bool:
         """No module of the plan died, or got, lost or replaced a child or a parameter since it was made.
