@@ -44,7 +44,10 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
     _write(reference)
     reference.flush()
     journal = (tmp_path / "step" / "dump.journal").read_bytes()
-    assert journal == (tmp_path / "reference" / "dump.journal").read_bytes()
+    records = (tmp_path / "reference" / "dump.journal").read_bytes()
+    # the same records; a mapped journal (compiled helpers) then holds the zeros reserved after them
+    assert journal[:len(records)] == records and not journal[len(records):].strip(b"\0")
+    assert (len(journal) > len(records)) == (encoder == "compiled")
     pickled = RankWriter(tmp_path / "pickled", HEADER)  # the other spelling of the same records
     _write(pickled)
     pickled.flush()

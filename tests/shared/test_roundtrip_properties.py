@@ -152,3 +152,16 @@ def test_journal_of_json_lines_is_still_read(tmp_path):
     (rank_dir / JOURNAL_NAME).write_text("\n".join(json.dumps(line) for line in lines) + '\n["d", "cut')
     files = read_journal(rank_dir / JOURNAL_NAME)
     assert list(files.dump.data) == ["Torch.exp.0.forward"] and files.stacks["Torch.exp.0.forward"]
+
+
+def test_journal_ending_in_reserved_zeros_is_read(tmp_path):
+    """What a killed dump leaves of a journal it wrote through a memory mapping: its records, maybe a cut
+    last one, then the zeros reserved after them."""
+    rank_dir = tmp_path / "rank"
+    rank_dir.mkdir()
+    lines = [["h", {"task": "statistics", "framework": "pytorch"}], ["d", "Torch.exp.0.forward", {"output": []}]]
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    for tail in ("", '["d", "Torch.cut'):
+        (rank_dir / JOURNAL_NAME).write_bytes((text + tail).encode() + b"\0" * 70000)
+        files = read_journal(rank_dir / JOURNAL_NAME)
+        assert list(files.dump.data) == ["Torch.exp.0.forward"] and files.dump.recovered

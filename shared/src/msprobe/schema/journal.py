@@ -10,7 +10,9 @@ journal read it instead of dump.json: it holds everything dump.json holds and mo
 
 The journal is ``JOURNAL_MAGIC`` followed by one pickle (protocol 4) per record (encoding a record
 this way costs a fifth of its JSON text with the json module), or one JSON line per record (what the
-dump engine writes: its own encoder makes the JSON of an entry once, for the journal and dump.json).
+dump engine writes: its own encoder makes the JSON of an entry once, for the journal and dump.json;
+it writes through a memory mapping of a file reserved ahead, so a journal it leaves when killed ends
+in zero bytes, which the reader drops).
 Records hold plain values only (dicts, lists, strings, numbers, booleans, None); the reader refuses
 any pickle that names a class or a function, so reading a journal never runs code.
 """
@@ -147,7 +149,9 @@ def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
 
 
 def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
-    lines = raw.split(b"\n")
+    # a journal written through a memory mapping and left by a killed process ends in the zeros reserved
+    # after its last record
+    lines = raw.rstrip(b"\0").split(b"\n")
     last = len(lines) - 1
     for number, line in enumerate(lines):
         if not line.strip():

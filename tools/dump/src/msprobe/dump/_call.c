@@ -16,7 +16,7 @@ enum {
     P_WHOLE,    /* encode_args' and encode_outputs' first three arguments */
     P_TENSOR,
     P_SLOW,
-    P_FD,       /* journal_entry's first two: the journal's descriptor and the step's lines */
+    P_FD,       /* journal_entry's first two: the journal (mapped, or its descriptor) and the step's lines */
     P_LINES,
     P_METADATA, /* the step's stack and construct records, written in bulk by the background thread */
     P_MODULES,  /* the engine's open module calls (mix: the API's construct parent), or None (L1) */

@@ -381,16 +381,17 @@ static PyObject *json_line(PyObject *self, PyObject *value) {
     return encoded(value, 1);
 }
 
-/* journal_entry(fd, lines: dict, name, value) -> None: the record ["d", name, value] as a JSON line,
- * written to `fd` (whole: a killed process keeps it) and kept in `lines[name]`, beside an earlier line
- * of the same name as a list (merged when the step ends). TypeError for values json_bytes refuses,
- * before anything is written. */
+/* journal_entry(journal, lines: dict, name, value) -> None: the record ["d", name, value] as a JSON
+ * line, appended to `journal` (a MappedJournal, or a file descriptor written to; whole either way: a
+ * killed process keeps it) and kept in `lines[name]`, beside an earlier line of the same name as a list
+ * (merged when the step ends). TypeError for values json_bytes refuses, before anything is written. */
 static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !PyDict_Check(args[1]) || !PyUnicode_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "journal_entry(fd, lines: dict, name: str, value)");
+        PyErr_SetString(PyExc_TypeError, "journal_entry(journal, lines: dict, name: str, value)");
         return NULL;
     }
-    long fd = PyLong_AsLong(args[0]);
+    MappedJournal *mapped = mapped_journal(args[0]);
+    long fd = mapped != NULL ? 0 : PyLong_AsLong(args[0]);
     if (fd < 0 || fd > INT32_MAX) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "journal_entry: not a file descriptor");
@@ -418,6 +419,13 @@ static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     const char *data = PyBytes_AS_STRING(line);
     Py_ssize_t left = PyBytes_GET_SIZE(line);
+    if (mapped != NULL) {
+        if (journal_append(mapped, data, left) < 0) {
+            Py_DECREF(line);
+            return NULL;
+        }
+        left = 0;
+    }
     while (left > 0) {
         ssize_t written = write((int)fd, data, (size_t)left);
         if (written < 0) {

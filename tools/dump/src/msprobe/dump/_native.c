@@ -4,7 +4,8 @@
  * crc32 is the CRC-32 of md5 mode folded with carry-less multiplies where the CPU has them.
  * torch_record (_record.c) makes a CPU tensor's whole dump.json record with them; encode_args and
  * encode_outputs (_walk.c) walk a call's arguments and outputs into records; json_bytes, json_line and
- * journal_entry (_json.c) encode records as JSON and append an entry to the journal; record_plain_call
+ * journal_entry (_json.c) encode records as JSON and append an entry to the journal, through the
+ * journal's shared mapping (MappedJournal, _journal.c) where it has one; record_plain_call
  * (_call.c) records a whole API call made without autograd with them and finish_call the forward entry
  * of a call or module recorded in Python; record_gradient and record_param_gradient (_backward.c) are
  * the gradient hooks of a recorded call and of a parameter; module_pre and module_post (_module.c) a
@@ -548,6 +549,7 @@ static void int_reduce(const char *data, int kind, Py_ssize_t dims, const Py_ssi
 
 #include "_record.c"
 #include "_walk.c"
+#include "_journal.c"
 #include "_json.c"
 #include "_call.c"
 #include "_backward.c"
@@ -633,7 +635,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
     PyObject *created = PyModule_Create(&module);
-    if (created != NULL && (PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0 ||
+    if (created != NULL && (journal_init(created) < 0 ||
+                            PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0 ||
                             PyModule_AddIntConstant(created, "has_avx2", use_avx2) < 0 ||
                             PyModule_AddIntConstant(created, "INT_KIND_BASE", INT_KIND_BASE) < 0)) {
         Py_DECREF(created);

@@ -35,6 +35,8 @@ class StepOutput:
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
         self._ahead: Optional[OpenedAhead] = None
+        self._journal_capacity = 1 << 18
+        """Bytes a new journal reserves: the last step's size and a quarter (journals grow when full)"""
 
     def entry(self, rank_dir: Callable[[], str], name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
               frames: Optional[List[str]]) -> None:
@@ -49,8 +51,8 @@ class StepOutput:
         if frames:
             self._metadata.append(("s", name, frames))
 
-    def journal(self) -> Optional[Tuple[int, Dict[str, Any], List[Tuple[str, str, Any]]]]:
-        """(descriptor, lines, metadata) of the open step, for entries the C paths write as ``entry``
+    def journal(self) -> Optional[Tuple[Any, Dict[str, Any], List[Tuple[str, str, Any]]]]:
+        """(journal, lines, metadata) of the open step, for entries the C paths write as ``entry``
         writes them (``DumpEngine.plain_context``): valid until the next ``flush`` or ``drop_metadata``;
         None when no step is open or the helpers are not built."""
         writer = self._writer
@@ -75,6 +77,7 @@ class StepOutput:
         if items:
             self._file_writer().call(functools.partial(_write_metadata, writer, items), "metadata")
         if final:
+            self._journal_capacity = max(1 << 18, writer.size() * 5 // 4)  # (its metadata comes on top)
             self._file_writer().call(writer.finish, str(writer.rank_dir))
             self._writer = None
         else:
@@ -123,7 +126,7 @@ class StepOutput:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), journal_name)
+        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), journal_name, self._journal_capacity)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:

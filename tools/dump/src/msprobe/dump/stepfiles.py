@@ -39,19 +39,25 @@ def json_line(encoder: Callable[[Any], bytes], value: Any) -> bytes:
 class StepWriter(RankWriter):
     """A ``RankWriter`` of JSON lines that remembers its entries' JSON, stacks and construct.
 
-    Every entry record reaches the kernel as it is recorded (one ``os.write`` of a whole line on the
-    append-mode journal: a killed process keeps it); stack and construct records are gathered and written
-    together by ``flush()``. Whole records per write keep records from two threads from interleaving."""
+    Every entry record reaches the kernel as it is recorded: copied into the journal's shared mapping
+    (``_native.MappedJournal``, no system call) where the helpers are built, else one ``os.write`` of a
+    whole line on the append-mode journal; a killed process keeps it either way. Stack and construct
+    records are gathered and written together by ``flush()``. Whole records per write keep records from
+    two threads from interleaving. ``capacity``: the bytes reserved for the journal ahead (the previous
+    step's size: it grows, by doubling, when that is not enough)."""
 
     pickled = False
 
-    def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME) -> None:
+    def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME,
+                 capacity: int = 1 << 18) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
         super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name)
         self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
+        self._mapped = _mapped_journal(self.journal_path, capacity)
+        self._target: Union[int, Any] = self._fd if self._mapped is None else self._mapped
         self.flush()  # the header record
         self._header = dict(header)
         # entry -> its journal line, or lines (bytes: never scanned by the garbage collector)
@@ -68,23 +74,33 @@ class StepWriter(RankWriter):
         with self._lock:
             records, self._batch = self._batch, []
             if records:
-                _write_all(self._fd, b"".join(records))
+                self._write_records(b"".join(records))
 
-    def appender(self) -> Optional[Tuple[int, Dict[str, Any]]]:
-        """(descriptor, lines): ``_native.journal_entry``'s first two arguments, with which it does what
-        ``entry`` does; None without the helpers."""
-        return (self._fd, self._entries) if self._append is not None else None
+    def _write_records(self, data: bytes) -> None:
+        if self._mapped is not None:
+            self._mapped.append(data)
+        else:
+            _write_all(self._fd, data)
+
+    def appender(self) -> Optional[Tuple[Any, Dict[str, Any]]]:
+        """(journal, lines): ``_native.journal_entry``'s first two arguments (the mapped journal, or the
+        descriptor), with which it does what ``entry`` does; None without the helpers."""
+        return (self._target, self._entries) if self._append is not None else None
+
+    def size(self) -> int:
+        """The journal's bytes so far (where it is mapped; 0 where it is not)."""
+        return self._mapped.used if self._mapped is not None else 0
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""
         if self._append is not None:
             try:
-                self._append(self._fd, self._entries, name, value)  # _native.journal_entry: all of the below
+                self._append(self._target, self._entries, name, value)  # _native.journal_entry: all of the below
                 return
             except TypeError:  # refused before anything was written: the json module writes it instead
                 pass
         line = json_record(["d", name, value])
-        _write_all(self._fd, line)
+        self._write_records(line)
         earlier = self._entries.get(name)
         if earlier is None:
             self._entries[name] = line
@@ -126,7 +142,7 @@ class StepWriter(RankWriter):
                                header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}")
             write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(self._stacks), indent=None)
             write_json_atomic(self.rank_dir / CONSTRUCT_NAME, self._construct, indent=None)
-            self._handle.close()
+            self._close_journal()
             os.remove(self.journal_path)
 
 
@@ -140,11 +156,29 @@ class StepWriter(RankWriter):
     def discard(self) -> None:
         """Close and remove the journal of a step that recorded nothing (one opened ahead, not used)."""
         with self._lock:
-            self._handle.close()
+            self._close_journal()
             try:
                 os.remove(self.journal_path)
             except FileNotFoundError:  # its directory was removed meanwhile: nothing left to undo
                 pass
+
+
+    def _close_journal(self) -> None:
+        if self._mapped is not None:
+            self._mapped.close()
+        self._handle.close()
+
+
+def _mapped_journal(path: Any, capacity: int) -> Optional[Any]:
+    """The journal's shared mapping, or None where it cannot be made (no helpers, no mmap, a file system
+    that refuses it): the descriptor is written to instead."""
+    helpers = native.helpers()
+    if helpers is None or not hasattr(helpers, "MappedJournal"):
+        return None
+    try:
+        return helpers.MappedJournal(os.fspath(path), capacity)
+    except OSError:
+        return None
 
 
 def _write_all(fd: int, data: bytes) -> None:
