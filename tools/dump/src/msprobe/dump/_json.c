@@ -215,7 +215,8 @@ static int short_digits(double value, char *out) {
 #endif
 
 /* Formatting a double is most of an entry's encoding, and a step's statistics repeat (one call's output
- * is the next one's input): the text of recent values is kept by bit pattern. */
+ * is the next one's input, a module's output its parent's): the text of recent values is kept by bit
+ * pattern, however it was made. */
 #define FLOAT_SLOTS 4096
 static struct {
     uint64_t bits;
@@ -236,24 +237,26 @@ static int encode_float(JsonBuffer *buffer, double value) {
     if (float_texts[slot].length && float_texts[slot].bits == bits) {
         return buffer_add(buffer, float_texts[slot].text, float_texts[slot].length);
     }
-    char fast[32];
+    char fast[32], *text = fast + 1;
     int negative = value < 0, length = short_digits(negative ? -value : value, fast + 1);
     if (length > 0) {
         fast[0] = '-';
-        return buffer_add(buffer, negative ? fast : fast + 1, length + negative);
-    }
-    char *text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (text == NULL) {
+        text = negative ? fast : fast + 1;
+        length += negative;
+    } else if ((text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL)) == NULL) {
         return -1;
+    } else {
+        length = (int)strlen(text);
     }
-    size_t size = strlen(text);
-    int failed = buffer_add(buffer, text, (Py_ssize_t)size);
-    if (size < sizeof float_texts[slot].text) {
+    int failed = buffer_add(buffer, text, length);
+    if ((size_t)length < sizeof float_texts[slot].text) { /* (the fast digits' divisions cost ~60 ns a value) */
         float_texts[slot].bits = bits;
-        float_texts[slot].length = (unsigned char)size;
-        memcpy(float_texts[slot].text, text, size);
+        float_texts[slot].length = (unsigned char)length;
+        memcpy(float_texts[slot].text, text, (size_t)length);
     }
-    PyMem_Free(text);
+    if (text != fast && text != fast + 1) {
+        PyMem_Free(text);
+    }
     return failed;
 }
 
