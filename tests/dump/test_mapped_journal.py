@@ -107,3 +107,14 @@ def test_a_journal_that_cannot_grow_is_an_oserror(tmp_path):
     grow, fallback = done.stdout.splitlines()
     assert grow.split()[0] == "grow" and int(grow.split()[2]) == 1 << 17  # all the limit allows, no more
     assert fallback == "fallback 0 1"
+
+
+def test_a_journal_left_by_a_killed_run_is_continued_after_its_last_whole_record(tmp_path):
+    """The same step recorded again by a run started after a kill: the new records follow the old ones,
+    without the reserved zeros or a cut record between them."""
+    path = tmp_path / "journal"
+    path.write_bytes(b'["d", "a", {}]\n["d", "b", {"cut' + b"\0" * 5000)
+    journal = native.helpers().MappedJournal(str(path), 1 << 16)
+    journal.append(b'["d", "c", {}]\n')
+    journal.close()
+    assert path.read_bytes() == b'["d", "a", {}]\n["d", "c", {}]\n'

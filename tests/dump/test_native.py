@@ -204,3 +204,10 @@ def test_crc32_of_lazy_views_without_the_helpers(monkeypatch):
     base = torch.randn(6)
     negated = torch._neg_view(base)
     assert stats._crc_host(negated) == f"{zlib.crc32((-base).numpy().tobytes()):08x}"
+
+
+def test_every_c_file_is_part_of_the_builds_identity():
+    """A build is reused while its sources are unchanged: every C file beside ``_native.c`` is one of them
+    (a file left out would leave a stale build in every user's cache after an upgrade)."""
+    here = native._SOURCE.parent
+    assert {path.name for path in native._INCLUDED} == {path.name for path in here.glob("_*.c")} - {"_native.c"}

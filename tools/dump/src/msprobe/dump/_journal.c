@@ -106,6 +106,18 @@ static void journal_unmap(MappedJournal *self) {
 
 static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
 
+/* Appends go after the last whole record of the file's first `size` bytes: a journal a killed run left
+ * (the same step of a run started again) ends in its reserved zeros, maybe after a record the kill cut,
+ * and both are overwritten (with zeros first: no piece of the cut record may follow the next one) */
+static void journal_resume(MappedJournal *self, Py_ssize_t size) {
+    Py_ssize_t end = size;
+    while (end > 0 && self->base[end - 1] != '\n') {
+        end--;
+    }
+    memset(self->base + end, 0, (size_t)(size - end));
+    self->used = end;
+}
+
 /* close(): the mapping released and the file cut to what was written (not by a forked child) */
 static PyObject *MappedJournal_close(MappedJournal *self, PyObject *unused) {
     int owner = self->generation == fork_generation;
@@ -187,14 +199,15 @@ static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject 
         Py_DECREF(self);
         return NULL;
     }
-    self->used = self->capacity = (Py_ssize_t)status.st_size;
+    self->capacity = (Py_ssize_t)status.st_size;
     if (capacity < JOURNAL_ROUND) {
         capacity = JOURNAL_ROUND;
     }
-    if (journal_map(self, journal_rounded(self->used + capacity), 1) < 0) {
+    if (journal_map(self, journal_rounded(self->capacity + capacity), 1) < 0) {
         Py_DECREF(self);
         return NULL;
     }
+    journal_resume(self, (Py_ssize_t)status.st_size);
     return (PyObject *)self;
 }
 
