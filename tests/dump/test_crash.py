@@ -48,3 +48,19 @@ def test_sigkill_keeps_entries(tmp_path, task):
     assert inspect.returncode == 0, inspect.stderr
     summary = json.loads(inspect.stdout)
     assert summary[0]["entries"] == 100 and summary[0]["recovered"] is True
+
+
+def test_a_step_killed_twice_keeps_both_runs_entries(tmp_path):
+    """A run started again into the same dump path and killed again: its journal continues the first
+    run's (after its last whole record, not after the space the first one reserved), and reads back."""
+    script = tmp_path / "killed.py"
+    script.write_text(SCRIPT)
+    dump = tmp_path / "dump"
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script), str(dump), "statistics"], capture_output=True, text=True)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+    (rank,) = find_rank_dirs(dump)
+    raw = (rank.path / "dump.journal").read_bytes().rstrip(b"\0")
+    assert b"\0" not in raw and raw.count(b'["h", ') == 2
+    names = list(rank.load().dump.data)
+    assert [f"Torch.sin.{i}.forward" for i in range(50)] == [n for n in names if n.startswith("Torch.sin")]
