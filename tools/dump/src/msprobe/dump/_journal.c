@@ -49,7 +49,10 @@ static Py_ssize_t journal_rounded(Py_ssize_t size) {
 
 /* The file reserved and mapped up to `wanted` bytes: 0, or -1 with OSError */
 static int journal_map(MappedJournal *self, Py_ssize_t wanted, int populate) {
-    int failed = posix_fallocate(self->fd, self->capacity, wanted - self->capacity);
+    int failed;
+    do {
+        failed = posix_fallocate(self->fd, self->capacity, wanted - self->capacity);
+    } while (failed == EINTR);
     if (failed != 0) {
         errno = failed;
         PyErr_SetFromErrno(PyExc_OSError);
@@ -103,8 +106,6 @@ static void journal_unmap(MappedJournal *self) {
         self->fd = -1;
     }
 }
-
-static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
 
 /* Appends go after the last whole record of the file's first `size` bytes: a journal a killed run left
  * (the same step of a run started again) ends in its reserved zeros, maybe after a record the kill cut,
@@ -163,6 +164,8 @@ static PyGetSetDef journal_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
+
 static PyTypeObject MappedJournalType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_native.MappedJournal",
@@ -175,7 +178,8 @@ static PyTypeObject MappedJournalType = {
     .tp_new = MappedJournal_new,
 };
 
-/* MappedJournal(path, capacity): appends after what the file holds, `capacity` bytes reserved */
+/* MappedJournal(path, capacity): appends after the last whole record the file holds, `capacity` bytes
+ * reserved beyond what it holds */
 static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *path;
     Py_ssize_t capacity;
