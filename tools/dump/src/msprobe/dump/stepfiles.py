@@ -55,7 +55,7 @@ class StepWriter(RankWriter):
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
         super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name)
-        self._fd = self._handle.fileno()  # every record goes through the descriptor, none through the handle
+        self._fd = self._handle.fileno()  # records go through the mapping or the descriptor, none through the handle
         self._mapped = _mapped_journal(self.journal_path, capacity)
         self._target: Union[int, Any] = self._fd if self._mapped is None else self._mapped
         self.flush()  # the header record
@@ -161,7 +161,6 @@ class StepWriter(RankWriter):
                 os.remove(self.journal_path)
             except FileNotFoundError:  # its directory was removed meanwhile: nothing left to undo
                 pass
-
 
     def _close_journal(self) -> None:
         if self._mapped is not None:
