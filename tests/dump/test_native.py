@@ -210,4 +210,5 @@ def test_every_c_file_is_part_of_the_builds_identity():
     """A build is reused while its sources are unchanged: every C file beside ``_native.c`` is one of them
     (a file left out would leave a stale build in every user's cache after an upgrade)."""
     here = native._SOURCE.parent
-    assert {path.name for path in native._INCLUDED} == {path.name for path in here.glob("_*.c")} - {"_native.c"}
+    sources = native.included(native._SOURCE.read_bytes())
+    assert {path.name for path in sources} == {path.name for path in here.glob("_*.c")} - {"_native.c"}

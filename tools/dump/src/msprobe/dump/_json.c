@@ -237,13 +237,13 @@ static int encode_float(JsonBuffer *buffer, double value) {
     if (float_texts[slot].length && float_texts[slot].bits == bits) {
         return buffer_add(buffer, float_texts[slot].text, float_texts[slot].length);
     }
-    char fast[32], *text = fast + 1;
+    char fast[32], *text, *made = NULL; /* made: PyOS_double_to_string's, to free */
     int negative = value < 0, length = short_digits(negative ? -value : value, fast + 1);
     if (length > 0) {
         fast[0] = '-';
         text = negative ? fast : fast + 1;
         length += negative;
-    } else if ((text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL)) == NULL) {
+    } else if ((text = made = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL)) == NULL) {
         return -1;
     } else {
         length = (int)strlen(text);
@@ -254,9 +254,7 @@ static int encode_float(JsonBuffer *buffer, double value) {
         float_texts[slot].length = (unsigned char)length;
         memcpy(float_texts[slot].text, text, (size_t)length);
     }
-    if (text != fast && text != fast + 1) {
-        PyMem_Free(text);
-    }
+    PyMem_Free(made);
     return failed;
 }
 
@@ -384,6 +382,26 @@ static PyObject *json_line(PyObject *self, PyObject *value) {
     return encoded(value, 1);
 }
 
+/* `size` bytes written to `fd` whole (a short write continued, EINTR retried): 0, or -1 with an error */
+static int write_whole(int fd, const char *data, Py_ssize_t size) {
+    while (size > 0) {
+        ssize_t written = write(fd, data, (size_t)size);
+        if (written < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        data += written;
+        size -= written;
+    }
+    return 0;
+}
+
 /* journal_entry(journal, lines: dict, name, value) -> None: the record ["d", name, value] as a JSON
  * line, appended to `journal` (a MappedJournal, or a file descriptor written to; whole either way: a
  * killed process keeps it) and kept in `lines[name]`, beside an earlier line of the same name as a list
@@ -420,30 +438,11 @@ static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t
     if (line == NULL) {
         return NULL;
     }
-    const char *data = PyBytes_AS_STRING(line);
-    Py_ssize_t left = PyBytes_GET_SIZE(line);
-    if (mapped != NULL) {
-        if (journal_append(mapped, data, left) < 0) {
-            Py_DECREF(line);
-            return NULL;
-        }
-        left = 0;
-    }
-    while (left > 0) {
-        ssize_t written = write((int)fd, data, (size_t)left);
-        if (written < 0) {
-            if (errno == EINTR) {
-                if (PyErr_CheckSignals() < 0) {
-                    Py_DECREF(line);
-                    return NULL;
-                }
-                continue;
-            }
-            Py_DECREF(line);
-            return PyErr_SetFromErrno(PyExc_OSError);
-        }
-        data += written;
-        left -= written;
+    int unwritten = mapped != NULL ? journal_append(mapped, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line))
+                                   : write_whole((int)fd, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
+    if (unwritten < 0) {
+        Py_DECREF(line);
+        return NULL;
     }
     PyObject *earlier = PyDict_GetItemWithError(args[1], args[2]);
     int failed;

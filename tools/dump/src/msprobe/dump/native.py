@@ -41,7 +41,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import List, Optional
 
 F32, BF16, F16, F64 = 0, 1, 2, 3
 """Element kinds of ``stats(address, numel, kind)``."""
@@ -49,9 +49,6 @@ I64, I32, I16, I8, U8, BOOL = 0, 1, 2, 3, 4, 5
 """Element kinds of ``int_stats(address, kind, shape, strides)``."""
 
 _SOURCE = Path(__file__).with_name("_native.c")
-_INCLUDED = tuple(Path(__file__).with_name(name)
-                  for name in re.findall(r'^#include "(_\w+\.c)"', _SOURCE.read_text(), re.MULTILINE))
-"""The files ``_native.c`` includes: part of the build's identity, as its own text is"""
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False
@@ -78,8 +75,14 @@ def helpers() -> Optional[ModuleType]:
     return _loaded
 
 
+def included(main: bytes) -> List[Path]:
+    """The files ``_native.c`` (its text: ``main``) includes: part of the build's identity, as its own text is."""
+    return [_SOURCE.with_name(name.decode()) for name in re.findall(rb'^#include "(_\w+\.c)"', main, re.MULTILINE)]
+
+
 def _load() -> Optional[ModuleType]:
-    source = b"".join(path.read_bytes() for path in (_SOURCE,) + _INCLUDED)
+    main = _SOURCE.read_bytes()
+    source = b"".join([main] + [path.read_bytes() for path in included(main)])
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     identity = b"\0".join([source, sys.version.encode(), platform.machine().encode(), " ".join(_FLAGS).encode()])
     target = cache_dir() / f"_native-{hashlib.sha256(identity).hexdigest()[:16]}{suffix}"
