@@ -10,7 +10,7 @@ Construction (what a framework's ``PrecisionDebugger`` does)::
     engine  = msprobe.dump.DumpEngine(config, adapter, tasks=None)
     start():  if engine.begin(): adapter.install(engine, models)      # begin() False = step/rank not selected
     stop():   adapter.uninstall_forward(); engine.end()                # backward of recorded calls still arrives
-    step():   stop(); engine.next_step(); (remove gradient hooks)      # files of the step become final
+    step():   stop(); engine.next_step(); adapter.uninstall_all(keep=engine.wants_this_step())  # files final
 
 The adapter (``msprobe/dump/adapter.py``) provides, per tensor:
 ``framework`` ("pytorch" | "mindspore" | "mindtorch"), ``tensor_suffix`` (".pt" | ".npy"), ``module_prefix``

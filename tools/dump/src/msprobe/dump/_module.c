@@ -639,3 +639,55 @@ static PyObject *module_post(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_DECREF(plain);
     return result;
 }
+
+/* A new reference to a weak reference's object; NULL when it died (no error set) or on error */
+static PyObject *alive_target(PyObject *ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target = NULL;
+    return PyWeakref_GetRef(ref, &target) < 0 ? NULL : target;
+#else
+    PyObject *target = PyWeakref_GetObject(ref);
+    return target == NULL || target == Py_None ? NULL : new_ref(target);
+#endif
+}
+
+/* 1 when `owner.name` is a dict whose values are, in order, the objects of the ids in `ids`; -1 on error */
+static int same_dict_values(PyObject *owner, PyObject *name, PyObject *ids) {
+    PyObject *members = PyObject_GetAttr(owner, name), *key, *value;
+    int same = members == NULL ? -1 : PyDict_Check(members) && PyDict_GET_SIZE(members) == PyTuple_GET_SIZE(ids);
+    Py_ssize_t position = 0, i = 0;
+    while (same > 0 && PyDict_Next(members, &position, &key, &value)) {
+        void *expected = PyLong_AsVoidPtr(PyTuple_GET_ITEM(ids, i++));
+        same = expected == NULL && PyErr_Occurred() ? -1 : expected == (void *)value;
+    }
+    Py_XDECREF(members);
+    return same;
+}
+
+/* same_members(items) -> bool: ModelPlan.still_valid's check. `items`: a list of (an object or a weak
+ * reference to one, attribute name, tuple of ids); True when every object is alive and each attribute is
+ * a dict of the objects of those ids, in order (the plan's own modules and parameters, which it watches
+ * die: their ids cannot be reused meanwhile). Those tuples, made again in Python, cost ~90 us a window. */
+static PyObject *same_members(PyObject *self, PyObject *items) {
+    if (!PyList_Check(items)) {
+        PyErr_SetString(PyExc_TypeError, "same_members(items: list)");
+        return NULL;
+    }
+    int same = 1;
+    for (Py_ssize_t i = 0; same > 0 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(item, 2))) {
+            PyErr_SetString(PyExc_TypeError, "same_members: an item must be (owner, name, tuple of ids)");
+            return NULL;
+        }
+        PyObject *owner = PyTuple_GET_ITEM(item, 0);
+        owner = PyWeakref_CheckRef(owner) ? alive_target(owner) : new_ref(owner);
+        if (owner == NULL) {
+            same = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        same = same_dict_values(owner, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2));
+        Py_DECREF(owner);
+    }
+    return same < 0 ? NULL : PyBool_FromLong(same);
+}

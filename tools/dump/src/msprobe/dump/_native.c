@@ -614,6 +614,7 @@ static PyMethodDef methods[] = {
     {"record_param_gradient", (PyCFunction)(void (*)(void))record_param_gradient, METH_FASTCALL, "a parameter's gradient hook"},
     {"module_pre", (PyCFunction)(void (*)(void))module_pre, METH_FASTCALL, "a module's forward pre hook"},
     {"module_post", (PyCFunction)(void (*)(void))module_post, METH_FASTCALL, "a module's forward hook"},
+    {"same_members", (PyCFunction)same_members, METH_O, "whether objects' dicts still hold the objects of given ids"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -75,3 +75,9 @@ class Adapter:
     def uninstall_forward(self) -> None:
         """Remove the hooks that see new calls (stop); gradient hooks already attached may still fire."""
         raise NotImplementedError
+
+    def uninstall_all(self, keep: bool = False) -> None:
+        """step(): remove every hook, gradient hooks too. ``keep``: the next step is recorded as well, and
+        hooks may stay for its window if they record nothing outside one (the engine's ``recording``, and
+        ``param_grad`` only between a window's start and step())."""
+        self.uninstall_forward()

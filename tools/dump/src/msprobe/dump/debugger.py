@@ -133,7 +133,7 @@ class BaseDebugger:
         """End the step: files of this step become final, counters restart, the step number grows."""
         self.stop()
         self.engine.next_step()
-        self.adapter.uninstall_all()
+        self.adapter.uninstall_all(keep=self.engine.wants_this_step())
 
     @_Either
     def flush(self) -> None:

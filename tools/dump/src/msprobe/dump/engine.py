@@ -41,6 +41,8 @@ class DumpEngine:
         self.step = 0
         self.generation = 0
         self.recording = False
+        self.opened = False
+        """A window of this step was opened (start() to step()): parameter gradients belong to it"""
         self.module_level = config.level in ("L0", "mix")
         self.api_level = config.level in ("L1", "mix")
         self.busy = False
@@ -76,6 +78,7 @@ class DumpEngine:
     def begin(self) -> bool:
         """start(): True when this step is recorded (hooks must then be installed)."""
         self.recording = self.wants_this_step()
+        self.opened = self.opened or self.recording
         return self.recording
 
     def end(self) -> None:
@@ -87,7 +90,7 @@ class DumpEngine:
 
     def next_step(self) -> None:
         """step(): complete this step's files and move on."""
-        self.recording = False
+        self.recording = self.opened = False
         upcoming = self.step + 1
         if self._keeps_all and self.output.writing() and self._records(upcoming):
             # it will write, as this one did: its directory is opened on the background thread, before
@@ -222,6 +225,8 @@ class DumpEngine:
 
     def param_grad(self, prefix_path_class: Tuple[str, str, str], param: str, grad: Any) -> None:
         """A parameter's gradient of this step (``Module.{path}.{Class}.parameters_grad``)."""
+        if not self.opened:  # a hook kept for the next step's window (Adapter.uninstall_all), before it
+            return
         prefix, path, class_name = prefix_path_class
         name = params_grad_entry(prefix, path, class_name)
         if not self.filter.wants(name, "backward"):

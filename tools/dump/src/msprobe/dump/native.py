@@ -20,7 +20,8 @@ line and for dump.json.
 ``record_gradient(hooks, engine, call, side, path, grad)`` (``_backward.c``): a recorded call's gradient
 hook (``gates.py``); ``module_pre`` / ``module_post`` (``_module.c``): a module's forward hooks with its
 gates (``Hooks._module_hooks``); ``record_grad_call`` (``_grad_call.c``, reached through
-``mode_dispatch``, ``_mode.c``): an API call made with autograd, gated and recorded. The extension is
+``mode_dispatch``, ``_mode.c``): an API call made with autograd, gated and recorded; ``same_members``
+(``_module.c``): whether a model's children and parameters are still those a window hooked. The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
 Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns

@@ -148,7 +148,7 @@ class MindSporeAdapter(Adapter):
             self._cells.remove()
         self._primitives = self._cells = None
 
-    def uninstall_all(self) -> None:
+    def uninstall_all(self, keep: bool = False) -> None:
         self.uninstall_forward()
         if self._param_grads is not None:
             self._param_grads.remove()

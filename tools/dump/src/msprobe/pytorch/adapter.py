@@ -170,7 +170,7 @@ class TorchAdapter(Adapter):
             self._hooks.uninstall_forward()
         self.forget()
 
-    def uninstall_all(self) -> None:
+    def uninstall_all(self, keep: bool = False) -> None:
         if self._hooks is not None:
-            self._hooks.uninstall_all()
+            self._hooks.uninstall_all(keep)
         self.forget()

@@ -5,6 +5,7 @@ parameter gradient hooks. Gradient gates: ``gates.py``; nested calls (``record_n
 from __future__ import annotations
 
 import functools
+import operator
 import types
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -129,6 +130,9 @@ class Hooks:
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
         self._prepared: "weakref.WeakKeyDictionary[ModelPlan, tuple]" = weakref.WeakKeyDictionary()
         self._shared: Optional[tuple] = None
+        self._installed: Optional[List[tuple]] = None  # the prepared models of the open window
+        self._parked: Optional[List[tuple]] = None  # those of a closed one whose module hooks stayed
+        self._grad_generation = -1  # the engine's step generation the parameter hooks were installed in
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
@@ -138,20 +142,57 @@ class Hooks:
             self._mode.__enter__()
             self._patch_distributed()
         if engine.module_level:
-            for prefix, model in models:
-                self._hook_model(model, prefix)
+            prepared = [self._prepared_of(model, prefix) for prefix, model in models]
+            parked, self._parked = self._parked, None
+            if parked is None or len(parked) != len(prepared) or not all(map(operator.is_, parked, prepared)):
+                self._module_hooks_on.remove()
+                if self._grad_generation != engine.generation:  # kept from the last step's window
+                    self._remove_grad_hooks()
+                for item in prepared:
+                    self._hook_modules(item)
+            for _, _, calls, parameters in prepared:
+                for made in calls:
+                    made.clear()  # a window that ended inside a forward call leaves its call behind
+                self._hook_parameters(parameters)  # again when kept: a frozen parameter may be trainable now
+            self._installed = prepared
+            self._grad_generation = engine.generation
 
     def uninstall_forward(self) -> None:
+        """stop(): the module hooks stay, parked (they do nothing outside a window, and the first module
+        call outside one removes them): the next window of the same models installs nothing."""
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
         for module, name, original in reversed(self._patched):
             setattr(module, name, original)
         self._patched.clear()
-        self._module_hooks_on.remove()
+        if self._installed is not None:
+            self._parked, self._installed = self._installed, None
 
-    def uninstall_all(self) -> None:
+    def uninstall_all(self, keep: bool = False) -> None:
+        """step(): ``keep``: the next step is recorded too, and parked hooks and parameter hooks stay for it
+        (installing them cost ~0.2 ms a window, removing them ~0.05); else everything is removed."""
         self.uninstall_forward()
+        if not keep or self._parked is None:
+            self._remove_all()
+
+    def _unpark(self) -> bool:
+        """A module ran outside a window: parked hooks would cost each of its calls from now on, so they
+        go (parameter hooks stay until step() where this step's gradients may still come). False: none."""
+        if self._parked is None:
+            return False
+        self._parked = None
+        self._module_hooks_on.remove()
+        if not self.engine.opened:
+            self._remove_grad_hooks()
+        return True
+
+    def _remove_all(self) -> None:
+        self._parked = self._installed = None
+        self._module_hooks_on.remove()
+        self._remove_grad_hooks()
+
+    def _remove_grad_hooks(self) -> None:
         self._grad_hooks_on.remove()
         self._hooked_params.clear()
 
@@ -190,19 +231,23 @@ class Hooks:
         return collective
 
     # ----- modules ---------------------------------------------------------------------------------
-    def _hook_model(self, model: torch.nn.Module, prefix: str) -> None:
+    def _prepared_of(self, model: torch.nn.Module, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
+        """The model's ``_prepare``d hooks, the same object while its plan holds and its prefix is the same."""
         plan = self._plans.get(model)
         if plan is None or not plan.still_valid(model):
             plan = self._plans[model] = ModelPlan(model)  # the root model itself is not recorded (as upstream)
         prepared = self._prepared.get(plan)
         if prepared is None or prepared[0] != prefix:
             prepared = self._prepared[plan] = self._prepare(plan, prefix)
-        _, modules, calls, parameters = prepared
-        for made in calls:
-            made.clear()  # a window that ended inside a forward call leaves its call behind
+        return prepared
+
+    def _hook_modules(self, prepared: Tuple[str, List[tuple], List[list], List[tuple]]) -> None:
+        modules = prepared[1]
         # still_valid() said every reference is alive; a dead one (never expected) is skipped, not hooked
         self._module_hooks_on.modules([(module, pre, post) for ref, pre, post in modules
                                        if (module := ref()) is not None])
+
+    def _hook_parameters(self, parameters: List[tuple]) -> None:
         hooked, hooks = self._hooked_params, []
         for key, parameter, hook in parameters:
             param = parameter()
@@ -268,11 +313,14 @@ class Hooks:
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
         engine = self.engine
+        unpark = self._unpark
 
         @outside_mode
         def pre(module, args, kwargs):
             if engine.busy:
                 return None
+            if not engine.recording and unpark():
+                return None  # its post hook is gone too
             grad_mode = torch.is_grad_enabled()
             set_grad(False)
             try:

@@ -2,8 +2,8 @@
 parameters, walked once and used again while no module's children or parameters changed.
 
 Walking them (``named_modules`` and ``named_parameters``: generators, a memo set, a string per path)
-was most of what installing an L0 window cost; checking that the model is unchanged is one tuple of ids
-per module. The plan holds its modules and parameters weakly (a module dropped from the model is not
+was most of what installing an L0 window cost; checking that the model is unchanged compares each
+module's children and parameters with the ids of the plan's (in C where the helpers are built). The plan holds its modules and parameters weakly (a module dropped from the model is not
 kept alive), so a dead reference also makes it stale: an id reused by a new object cannot pass.
 """
 from __future__ import annotations
@@ -12,6 +12,8 @@ import weakref
 from typing import Any, Iterator, List, Tuple
 
 import torch
+
+from msprobe.dump import native
 
 
 class ModelPlan:
@@ -24,7 +26,11 @@ class ModelPlan:
         self._modules = [(path, weakref.ref(m, died)) for path, m in modules]
         self._parameters = [[(name, weakref.ref(p, died)) for name, p in m.named_parameters(recurse=False)]
                             for _, m in modules]
-        self._signature = _signature(model, [m for _, m in modules])
+        # (owner, its dict of children or parameters, the ids of their values): the root weakly too,
+        # for the plan lives as long as the model (Hooks keeps it by weak key)
+        self._members = [(weakref.ref(model), "_modules", _ids(model._modules))]
+        self._members += [(ref, name, _ids(getattr(m, name))) for (_, m), (_, ref) in zip(modules, self._modules)
+                          for name in ("_modules", "_parameters")]
 
     def references(self) -> Iterator[Tuple[str, "weakref.ref", List[Tuple[str, "weakref.ref"]]]]:
         """(path, weak reference to the module, [(name, weak reference to the parameter)]) of each module,
@@ -34,10 +40,21 @@ class ModelPlan:
     def still_valid(self, model: torch.nn.Module) -> bool:
         """No module of the plan died, or got, lost or replaced a child or a parameter since it was made.
         (A death is told by its weak reference's callback: dereferencing them all cost more than the rest.)"""
-        return not self._deaths and _signature(model, [module() for _, module in self._modules]) == self._signature
+        return not self._deaths and self._members[0][0]() is model and _same_members(self._members)
 
 
-def _signature(model: torch.nn.Module, modules: List[torch.nn.Module]) -> List[Tuple[Any, ...]]:
-    shape = [tuple(map(id, model._modules.values()))]
-    shape += [(*map(id, module._modules.values()), None, *map(id, module._parameters.values())) for module in modules]
-    return shape
+def _ids(members: dict) -> Tuple[int, ...]:
+    return tuple(map(id, members.values()))
+
+
+def _same_members_python(items: List[Tuple[Any, str, Tuple[int, ...]]]) -> bool:
+    """``_native.same_members``: every owner alive, and each dict holding the objects of the ids, in order."""
+    for owner, name, ids in items:
+        if isinstance(owner, weakref.ref):
+            owner = owner()
+        if owner is None or _ids(getattr(owner, name)) != ids:
+            return False
+    return True
+
+
+_same_members = getattr(native.helpers(), "same_members", None) or _same_members_python
