@@ -4,7 +4,9 @@
 
 Model: embedding + 2 blocks (d=64, 4 heads, MLP 256), AdamW, batch 8x32; start() before the forward,
 stop() + step() after the optimizer. Each mode runs in a fresh worker process that alternates no-dump
-and dumped steps, so every ratio compares steps taken under the same machine load; all modes (and
+and dumped steps, so every ratio compares steps taken under the same machine load. The no-dump steps
+train a second copy of the model (same seed): hooks a debugger keeps on its model between dumped steps
+(ours, when the next step is dumped too; upstream's, always) never run in them. All modes (and
 upstream msprobe's, with --upstream-python) are measured in this one run. Ratios printed: wall time
 of the step as the training loop sees it (``step()`` returns while the background writer still writes
 files; what the targets are compared with), process CPU time of that step (all threads), and
@@ -62,18 +64,22 @@ def worker(label: str, steps: int, work: Path) -> dict:
     config = work / "config.json"
     config.write_text(json.dumps({"task": task, "dump_path": str(dump_path), "rank": [], "level": level,
                                   "step": [] if dumped else [10 ** 6], task: block}))
-    torch.manual_seed(0)
-    model = tiny.TinyTransformer()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    trained = {}
+    for kind in ("base", "dump"):  # the same model twice: the debugger's hooks never touch the base steps'
+        torch.manual_seed(0)
+        model = tiny.TinyTransformer()
+        trained[kind] = (model, torch.optim.AdamW(model.parameters(), lr=1e-4))
     tokens, targets = tiny.make_batch()
     debugger = PrecisionDebugger(config_path=str(config))
     for _ in range(3):
-        tiny.train_step(model, optimizer, tokens, targets)
+        for model, optimizer in trained.values():
+            tiny.train_step(model, optimizer, tokens, targets)
     wall = {"base": [], "dump": [], "all-in": []}
     cpu = {"base": [], "dump": []}
     finish = getattr(debugger, "flush", lambda: None)  # ours completes step files in the background
 
     def timed(kind, dump):
+        model, optimizer = trained[kind]
         w, c = time.perf_counter(), time.process_time()
         if dump:
             debugger.start(model=model)
