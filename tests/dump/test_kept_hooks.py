@@ -30,6 +30,17 @@ def _dumped_step(debugger, model, x):
     debugger.flush()
 
 
+def _forward_in_a_window(dump_dir):
+    """A step 0 window that ran the model's forward only: (model, input, debugger, loss)."""
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(2, 8)
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    debugger.start(model)
+    loss = model(x).sum()
+    debugger.stop()
+    return model, x, debugger, loss
+
+
 def test_hooks_stay_while_the_next_step_is_dumped_and_go_with_the_last(dump_dir):
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(2, 8)
@@ -62,12 +73,7 @@ def test_a_model_run_outside_a_window_takes_the_kept_hooks_away(dump_dir):
 
 
 def test_a_module_run_after_stop_keeps_the_parameter_hooks_until_step(dump_dir):
-    torch.manual_seed(0)
-    model, x = MLP(), torch.randn(2, 8)
-    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
-    debugger.start(model)
-    loss = model(x).sum()
-    debugger.stop()
+    model, x, debugger, loss = _forward_in_a_window(dump_dir)
     with torch.no_grad():
         model(x)  # after stop(): not recorded, and the module hooks go
     assert _hooks_on(model) == (0, 4)
@@ -81,12 +87,7 @@ def test_a_module_run_after_stop_keeps_the_parameter_hooks_until_step(dump_dir):
 
 
 def test_gradients_after_step_are_not_recorded_by_kept_hooks(dump_dir):
-    torch.manual_seed(0)
-    model, x = MLP(), torch.randn(2, 8)
-    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
-    debugger.start(model)
-    loss = model(x).sum()
-    debugger.stop()
+    model, x, debugger, loss = _forward_in_a_window(dump_dir)
     debugger.step()
     loss.backward()  # step 1 has not started: its kept parameter hooks record nothing
     debugger.flush()
