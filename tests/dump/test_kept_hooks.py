@@ -141,3 +141,22 @@ def test_a_plan_sees_every_change_of_children_and_parameters(check, monkeypatch)
         assert not plan.still_valid(model)
         model = torch.nn.Sequential(MLP(), torch.nn.Linear(4, 4, bias=False))
     assert not model_plan.ModelPlan(model).still_valid(torch.nn.Sequential(MLP()))  # another model
+
+
+def test_two_windows_of_one_step_on_two_models_keep_both_models_gradients(dump_dir):
+    torch.manual_seed(0)
+    first, second, x = MLP(), torch.nn.Sequential(torch.nn.Linear(8, 3)), torch.randn(2, 8)
+    debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
+    debugger.start(first)
+    loss = first(x).sum()
+    debugger.stop()
+    debugger.start(second)  # another model: the first one's module hooks go, its parameter hooks stay
+    loss = loss + second(x).sum()
+    debugger.stop()
+    loss.backward()
+    debugger.step()
+    debugger.flush()
+    data = _data(dump_dir, 0)
+    assert set(data["Module.fc1.Linear.parameters_grad"]) == {"weight", "bias"}
+    assert set(data["Module.0.Linear.parameters_grad"]) == {"weight", "bias"}
+    assert {"Module.fc2.Linear.backward.0", "Module.0.Linear.backward.0"} <= set(data)
