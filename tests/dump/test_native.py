@@ -178,6 +178,37 @@ def test_built_once_per_cache_and_skipped_when_switched_off(tmp_path):
 
 
 @needs_kernel
+def test_a_new_build_prunes_builds_unused_for_a_month(tmp_path):
+    """Compiling a build removes this Python's builds not loaded for 30 days and day-old partial files;
+    recent builds, other Pythons' builds and files it did not make stay. Loading marks a build used."""
+    import sysconfig
+    import time
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    month_ago = time.time() - 31 * 86400
+    files = {"old": "_native-" + "a" * 16 + suffix, "recent": "_native-" + "b" * 16 + suffix,
+             "other python": "_native-" + "c" * 16 + ".cpython-399-x86_64-linux-gnu.so",
+             "partial": "_native-partial-x1" + ".so", "not ours": "tmpabc.so"}
+    for name in files.values():
+        (cache / name).write_bytes(b"")
+    for key in ("old", "other python", "partial", "not ours"):
+        os.utime(cache / files[key], (month_ago, month_ago))
+    script = "from msprobe.dump import native\nprint(native.helpers() is not None)\n"
+    env = dict(os.environ, MSPROBE_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
+    left = {path.name for path in cache.iterdir()}
+    assert files["old"] not in left and files["partial"] not in left
+    assert {files["recent"], files["other python"], files["not ours"]} <= left
+    [built] = [name for name in left if name not in files.values()]
+    os.utime(cache / built, (month_ago, month_ago))  # loaded a month ago: marked used again at this load
+    subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert time.time() - (cache / built).stat().st_mtime < 3600
+
+
+@needs_kernel
 @pytest.mark.skipif(kernel is None or not kernel.has_fast_crc32, reason="no carry-less multiply here")
 def test_crc32_matches_zlib_at_every_length_and_layout():
     import zlib

@@ -24,7 +24,7 @@ gates (``Hooks._module_hooks``); ``record_grad_call`` (``_grad_call.c``, reached
 (``_module.c``): whether a model's children and parameters are still those a window hooked. The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
-Python and platform; with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
+Python and platform (compiling one removes those of this Python not loaded for 30 days); with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
 None and the callers use their Python paths. Framework-free: blocks are given by address, element count
 and kind.
 """
@@ -40,6 +40,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import List, Optional
@@ -53,6 +54,10 @@ _SOURCE = Path(__file__).with_name("_native.c")
 _FLAGS = ["-O3", "-shared", "-fPIC", "-fno-strict-aliasing"]
 _loaded: Optional[ModuleType] = None
 _tried = False
+_UNUSED_FOR = 30 * 86400
+"""Seconds after which a build not loaded since (an older version's, another source's) is removed"""
+_DAY = 86400
+_PARTIAL = "_native-partial-"
 
 
 def cache_dir() -> Path:
@@ -84,17 +89,22 @@ def included(main: bytes) -> List[Path]:
 def _load() -> Optional[ModuleType]:
     main = _SOURCE.read_bytes()
     source = b"".join([main] + [path.read_bytes() for path in included(main)])
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    suffix = _ext_suffix()
     identity = b"\0".join([source, sys.version.encode(), platform.machine().encode(), " ".join(_FLAGS).encode()])
     target = cache_dir() / f"_native-{hashlib.sha256(identity).hexdigest()[:16]}{suffix}"
     if not target.exists() and not _compile(target):
         return None
+    _mark_used(target)
     spec = importlib.util.spec_from_file_location("_native", target)
     if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _ext_suffix() -> str:
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 
 
 def _compile(target: Path) -> bool:
@@ -104,7 +114,7 @@ def _compile(target: Path) -> bool:
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     # ranks compiling at once each write their own file; the rename makes the first complete one visible
-    handle, partial = tempfile.mkstemp(suffix=target.suffix, dir=target.parent)
+    handle, partial = tempfile.mkstemp(prefix=_PARTIAL, suffix=target.suffix, dir=target.parent)
     os.close(handle)
     try:
         done = subprocess.run(compiler + _FLAGS + ["-I", include, str(_SOURCE), "-o", partial],
@@ -112,7 +122,31 @@ def _compile(target: Path) -> bool:
         if done.returncode != 0:
             return False
         os.replace(partial, target)
+        _prune(target)
         return True
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+
+
+def _mark_used(target: Path) -> None:
+    """A build's modification time says when it was last loaded (refreshed at most once a day)."""
+    try:
+        if time.time() - target.stat().st_mtime > _DAY:
+            os.utime(target)
+    except OSError:  # a read-only cache: never pruned by us either
+        pass
+
+
+def _prune(target: Path) -> None:
+    """Builds for this Python and platform that nobody loaded for ``_UNUSED_FOR`` (an upgrade leaves its
+    predecessor's behind) and partial files of compilers killed more than a day ago: only names this
+    module makes (``$MSPROBE_CACHE_DIR`` may be a directory shared with others)."""
+    now = time.time()
+    for pattern, age in (("_native-" + "?" * 16 + _ext_suffix(), _UNUSED_FOR), (_PARTIAL + "*", _DAY)):
+        for path in target.parent.glob(pattern):
+            try:
+                if path != target and now - path.stat().st_mtime > age:
+                    path.unlink()
+            except OSError:  # removed by another process meanwhile, or not ours to remove
+                pass
