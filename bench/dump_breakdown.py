@@ -5,7 +5,8 @@
 Same model and loop as ``dump_overhead.py`` (tiny transformer, CPU, 1 thread, start() before the
 forward, stop() + step() after the optimizer). Every round takes one step of each variant in turn (no
 dump, the full dump, the dump with one part switched off, the dump with all of them off), so all ratios
-compare steps taken under the same machine load; the machine's drift between runs cancels out. A part
+compare steps taken under the same machine load; the machine's drift between runs cancels out (the
+no-dump steps train a second copy of the model, as there). A part
 is switched off by replacing the engine's function for it (statistics: every tensor gets one constant
 record, so the one-call C records, meta and statistics, are off too; no stacks, no journal record, no
 backward gates and so no backward entries (the module hooks, which gate in C, then run with autograd
@@ -102,9 +103,11 @@ def measure(level: str, summary_mode: str, steps: int, work: Path) -> Dict[str, 
     config = work / "config.json"
     config.write_text(json.dumps({"task": "statistics", "dump_path": str(work / "dump"), "level": level,
                                   "statistics": {"summary_mode": summary_mode}}))
-    torch.manual_seed(0)
-    model = tiny_model.TinyTransformer()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    trained = []  # [no-dump steps' copy, dumped steps' copy]: hooks kept between dumped steps never run undumped
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = tiny_model.TinyTransformer()
+        trained.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4)))
     tokens, targets = tiny_model.make_batch()
     debugger = PrecisionDebugger(config_path=str(config))
     switches = _switches(debugger.engine.encoder)
@@ -113,6 +116,7 @@ def measure(level: str, summary_mode: str, steps: int, work: Path) -> Dict[str, 
     def step(off: Sequence[str], dumped: bool) -> float:
         for part, switch in switches.items():
             switch(part in off)
+        model, optimizer = trained[dumped]
         start = time.perf_counter()
         if dumped:
             debugger.start(model=model)
