@@ -664,8 +664,8 @@ static int same_dict_values(PyObject *owner, PyObject *name, PyObject *ids) {
     return same;
 }
 
-/* same_members(items) -> bool: ModelPlan.still_valid's check. `items`: a list of (an object or a weak
- * reference to one, attribute name, tuple of ids); True when every object is alive and each attribute is
+/* same_members(items) -> bool: ModelPlan.still_valid's check. `items`: a list of (a weak reference to
+ * an object, attribute name, tuple of ids); True when every object is alive and each attribute is
  * a dict of the objects of those ids, in order (the plan's own modules and parameters, which it watches
  * die: their ids cannot be reused meanwhile). Those tuples, made again in Python, cost ~90 us a window. */
 static PyObject *same_members(PyObject *self, PyObject *items) {
@@ -676,12 +676,12 @@ static PyObject *same_members(PyObject *self, PyObject *items) {
     int same = 1;
     for (Py_ssize_t i = 0; same > 0 && i < PyList_GET_SIZE(items); i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(item, 2))) {
-            PyErr_SetString(PyExc_TypeError, "same_members: an item must be (owner, name, tuple of ids)");
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3 || !PyWeakref_CheckRef(PyTuple_GET_ITEM(item, 0)) ||
+            !PyTuple_Check(PyTuple_GET_ITEM(item, 2))) {
+            PyErr_SetString(PyExc_TypeError, "same_members: an item must be (weak reference, name, tuple of ids)");
             return NULL;
         }
-        PyObject *owner = PyTuple_GET_ITEM(item, 0);
-        owner = PyWeakref_CheckRef(owner) ? alive_target(owner) : new_ref(owner);
+        PyObject *owner = alive_target(PyTuple_GET_ITEM(item, 0));
         if (owner == NULL) {
             same = PyErr_Occurred() ? -1 : 0;
             break;

@@ -24,8 +24,9 @@ gates (``Hooks._module_hooks``); ``record_grad_call`` (``_grad_call.c``, reached
 (``_module.c``): whether a model's children and parameters are still those a window hooked. The extension is
 compiled on first use with ``$CC`` or the C compiler Python was built with, into a cache directory
 (``$MSPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/msprobe``, else ``~/.cache/msprobe``), once per source,
-Python and platform (compiling one removes those of this Python not loaded for 30 days); with no compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns
-None and the callers use their Python paths. Framework-free: blocks are given by address, element count
+Python and platform (compiling one removes those of this Python not loaded for 30 days); with no
+compiler, no Python headers or ``MSPROBE_NATIVE=0``, :func:`helpers` returns None and the callers use
+their Python paths. Framework-free: blocks are given by address, element count
 and kind.
 """
 from __future__ import annotations

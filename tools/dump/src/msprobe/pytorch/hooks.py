@@ -149,7 +149,7 @@ class Hooks:
                 if self._grad_generation != engine.generation:  # kept from the last step's window
                     self._remove_grad_hooks()
                 for item in prepared:
-                    self._hook_modules(item)
+                    self._hook_modules(item[1])
             for _, _, calls, parameters in prepared:
                 for made in calls:
                     made.clear()  # a window that ended inside a forward call leaves its call behind
@@ -241,8 +241,7 @@ class Hooks:
             prepared = self._prepared[plan] = self._prepare(plan, prefix)
         return prepared
 
-    def _hook_modules(self, prepared: Tuple[str, List[tuple], List[list], List[tuple]]) -> None:
-        modules = prepared[1]
+    def _hook_modules(self, modules: List[tuple]) -> None:
         # still_valid() said every reference is alive; a dead one (never expected) is skipped, not hooked
         self._module_hooks_on.modules([(module, pre, post) for ref, pre, post in modules
                                        if (module := ref()) is not None])

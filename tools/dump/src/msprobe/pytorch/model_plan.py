@@ -3,13 +3,14 @@ parameters, walked once and used again while no module's children or parameters 
 
 Walking them (``named_modules`` and ``named_parameters``: generators, a memo set, a string per path)
 was most of what installing an L0 window cost; checking that the model is unchanged compares each
-module's children and parameters with the ids of the plan's (in C where the helpers are built). The plan holds its modules and parameters weakly (a module dropped from the model is not
-kept alive), so a dead reference also makes it stale: an id reused by a new object cannot pass.
+module's children and parameters with the ids of the plan's (in C where the helpers are built). The
+plan holds its modules and parameters weakly (a module dropped from the model is not kept alive), so a
+dead reference also makes it stale: an id reused by a new object cannot pass.
 """
 from __future__ import annotations
 
 import weakref
-from typing import Any, Iterator, List, Tuple
+from typing import Iterator, List, Tuple
 
 import torch
 
@@ -47,11 +48,10 @@ def _ids(members: dict) -> Tuple[int, ...]:
     return tuple(map(id, members.values()))
 
 
-def _same_members_python(items: List[Tuple[Any, str, Tuple[int, ...]]]) -> bool:
+def _same_members_python(items: List[Tuple["weakref.ref", str, Tuple[int, ...]]]) -> bool:
     """``_native.same_members``: every owner alive, and each dict holding the objects of the ids, in order."""
-    for owner, name, ids in items:
-        if isinstance(owner, weakref.ref):
-            owner = owner()
+    for ref, name, ids in items:
+        owner = ref()
         if owner is None or _ids(getattr(owner, name)) != ids:
             return False
     return True
