@@ -104,9 +104,12 @@ def test_a_frozen_parameter_made_trainable_again_is_recorded_by_kept_hooks(dump_
     debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(dump_dir))
     _dumped_step(debugger, model, x)
     assert set(_data(dump_dir, 0)["Module.fc1.Linear.parameters_grad"]) == {"bias"}
+    _dumped_step(debugger, model, x)  # still frozen: the kept hooks look at it again, and leave it
+    assert set(_data(dump_dir, 1)["Module.fc1.Linear.parameters_grad"]) == {"bias"}
     model.fc1.weight.requires_grad_(True)
     _dumped_step(debugger, model, x)
-    assert set(_data(dump_dir, 1)["Module.fc1.Linear.parameters_grad"]) == {"weight", "bias"}
+    assert set(_data(dump_dir, 2)["Module.fc1.Linear.parameters_grad"]) == {"weight", "bias"}
+    assert _hooks_on(model) == (4, 4)
 
 
 @pytest.mark.parametrize("check", ["c", "python"])

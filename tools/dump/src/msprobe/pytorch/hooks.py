@@ -125,6 +125,7 @@ class Hooks:
         self._module_hooks_on = HookDicts()
         self._grad_hooks_on = HookDicts()
         self._hooked_params: set = set()
+        self._unhooked: List[tuple] = []  # parameters the last install left without a hook (frozen, dead)
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
@@ -144,7 +145,8 @@ class Hooks:
         if engine.module_level:
             prepared = [self._prepared_of(model, prefix) for prefix, model in models]
             parked, self._parked = self._parked, None
-            if parked is None or len(parked) != len(prepared) or not all(map(operator.is_, parked, prepared)):
+            kept = parked is not None and len(parked) == len(prepared) and all(map(operator.is_, parked, prepared))
+            if not kept:
                 self._module_hooks_on.remove()
                 if self._grad_generation != engine.generation:  # kept from the last step's window
                     self._remove_grad_hooks()
@@ -153,7 +155,10 @@ class Hooks:
             for _, _, calls, parameters in prepared:
                 for made in calls:
                     made.clear()  # a window that ended inside a forward call leaves its call behind
-                self._hook_parameters(parameters)  # again when kept: a frozen parameter may be trainable now
+            # kept: the parameters hooked then still are, and only those left out then (a frozen one may be
+            # trainable now) are looked at again (~1.5 us a parameter at the start of a step)
+            self._unhooked = self._hook_parameters(self._unhooked if kept else
+                                                   [item for made in prepared for item in made[3]])
             self._installed = prepared
             self._grad_generation = engine.generation
 
@@ -195,6 +200,7 @@ class Hooks:
     def _remove_grad_hooks(self) -> None:
         self._grad_hooks_on.remove()
         self._hooked_params.clear()
+        self._unhooked = []
 
     # ----- torch.distributed (not overridable: the module's functions are patched while dumping) --
     def _patch_distributed(self) -> None:
@@ -246,14 +252,22 @@ class Hooks:
         self._module_hooks_on.modules([(module, pre, post) for ref, pre, post in modules
                                        if (module := ref()) is not None])
 
-    def _hook_parameters(self, parameters: List[tuple]) -> None:
-        hooked, hooks = self._hooked_params, []
-        for key, parameter, hook in parameters:
+    def _hook_parameters(self, parameters: List[tuple]) -> List[tuple]:
+        """Hooks those of ``parameters`` that take gradients and have no hook yet; returns those left
+        without one (frozen, or dead)."""
+        hooked, hooks, left = self._hooked_params, [], []
+        for item in parameters:
+            key, parameter, hook = item
+            if key in hooked:  # start() twice in a step: hook once
+                continue
             param = parameter()
-            if param is not None and param.requires_grad and key not in hooked:
-                hooked.add(key)  # start() twice in a step: hook once
+            if param is not None and param.requires_grad:
+                hooked.add(key)
                 hooks.append((param, hook))
+            else:
+                left.append(item)
         self._grad_hooks_on.tensors(hooks)
+        return left
 
     def _prepare(self, plan: ModelPlan, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
         """What every window of a model installs (prefix, [(module ref, pre, post)], the modules' open-call
