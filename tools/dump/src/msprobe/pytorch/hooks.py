@@ -150,15 +150,15 @@ class Hooks:
                 self._module_hooks_on.remove()
                 if self._grad_generation != engine.generation:  # kept from the last step's window
                     self._remove_grad_hooks()
-                for item in prepared:
-                    self._hook_modules(item[1])
-            for _, _, calls, parameters in prepared:
+                for _, modules, _, _ in prepared:
+                    self._hook_modules(modules)
+            for _, _, calls, _ in prepared:
                 for made in calls:
                     made.clear()  # a window that ended inside a forward call leaves its call behind
             # kept: the parameters hooked then still are, and only those left out then (a frozen one may be
             # trainable now) are looked at again (~1.5 us a parameter at the start of a step)
             self._unhooked = self._hook_parameters(self._unhooked if kept else
-                                                   [item for made in prepared for item in made[3]])
+                                                   [item for *_, parameters in prepared for item in parameters])
             self._installed = prepared
             self._grad_generation = engine.generation
 
