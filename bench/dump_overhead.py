@@ -11,7 +11,10 @@ upstream msprobe's, with --upstream-python) are measured in this one run. Ratios
 of the step as the training loop sees it (``step()`` returns while the background writer still writes
 files; what the targets are compared with), process CPU time of that step (all threads), and
 "all-in": the wall time until the step's files are on disk. The background work of a dumped step is
-waited for, untimed, before the next step, so no base step runs beside it.
+waited for, untimed, before the next step, so no base step runs beside it. Then "b2b" (back to back):
+blocks of five dumped steps against blocks of five no-dump steps, the writer's work of each dumped step
+running beside the next one, as when every step of a run is dumped (its first step of each block is not
+counted; the writer is waited for between blocks).
 """
 from __future__ import annotations
 
@@ -76,6 +79,7 @@ def worker(label: str, steps: int, work: Path) -> dict:
             tiny.train_step(model, optimizer, tokens, targets)
     wall = {"base": [], "dump": [], "all-in": []}
     cpu = {"base": [], "dump": []}
+    back = {"base": [], "dump": []}  # dumped steps one after another: the writer works beside the next step
     finish = getattr(debugger, "flush", lambda: None)  # ours completes step files in the background
 
     def timed(kind, dump):
@@ -97,21 +101,37 @@ def worker(label: str, steps: int, work: Path) -> dict:
         order = (("base", False), ("dump", True)) if i % 2 == 0 else (("dump", True), ("base", False))
         for kind, dump in order:
             timed(kind, dump)
+    for block in range(2 * max(1, steps // 4)):  # back to back: blocks of 5 steps, the first of each not counted
+        order = (("base", False), ("dump", True)) if block % 2 == 0 else (("dump", True), ("base", False))
+        for kind, dump in order:
+            for i in range(5):
+                w = time.perf_counter()
+                model, optimizer = trained[kind]
+                if dump:
+                    debugger.start(model=model)
+                tiny.train_step(model, optimizer, tokens, targets)
+                if dump:
+                    debugger.stop()
+                    debugger.step()
+                if i:
+                    back[kind].append(time.perf_counter() - w)
+            finish()
     if hasattr(debugger, "flush"):
         debugger.flush()  # ours finishes files in the background: count them once written
-    entries = 0
-    size = 0
+    entries = size = dumped = 0
     if dump_path.exists():
         for dump_json in dump_path.rglob("dump.json"):
             entries += len(json.loads(dump_json.read_text()).get("data", {}))
+            dumped += 1
         # (not the next step's journal, opened ahead with its space reserved: removed at exit, if unused)
         size = sum(p.stat().st_size for p in dump_path.rglob("*") if p.is_file() and p.name != ".dump.journal.ahead")
     median = statistics.median
     return {"ratio": median(wall["dump"]) / median(wall["base"]),
             "all_in_ratio": median(wall["all-in"]) / median(wall["base"]),
             "cpu_ratio": median(cpu["dump"]) / median(cpu["base"]),
+            "back_to_back_ratio": median(back["dump"]) / median(back["base"]),
             "base_ms": median(wall["base"]) * 1e3,
-            "entries_per_step": entries / steps, "bytes_per_step": size / steps}
+            "entries_per_step": entries / max(dumped, 1), "bytes_per_step": size / max(dumped, 1)}
 
 
 def run_worker(python: str, label: str, steps: int, timeout: int):
@@ -175,18 +195,19 @@ def main() -> int:
 
 def report(ours: dict, theirs: dict, version, why) -> None:
     print(f"tiny transformer, CPU, 1 thread; no-dump step {ours['not dumped']['base_ms']:.2f} ms (median)")
-    header = (f"{'mode':18s} {'ours':>7s} {'target':>7s} {'cpu':>7s} {'all-in':>7s} {'entries/step':>12s} "
+    header = (f"{'mode':18s} {'ours':>7s} {'target':>7s} {'cpu':>7s} {'all-in':>7s} {'b2b':>7s} {'entries/step':>12s} "
               f"{'bytes/step':>11s}")
     if version:
-        header += f" {'msprobe ' + version:>15s} {'cpu':>7s} {'entries/step':>12s} {'bytes/step':>11s}"
+        header += f" {'msprobe ' + version:>15s} {'cpu':>7s} {'b2b':>7s} {'entries/step':>12s} {'bytes/step':>11s}"
     print(header)
     for label, row in ours.items():
         line = (f"{label:18s} {row['ratio']:6.2f}x {TARGETS[label]:6.2f}x {row['cpu_ratio']:6.2f}x "
-                f"{row['all_in_ratio']:6.2f}x {row['entries_per_step']:12.0f} {row['bytes_per_step']:11.0f}")
+                f"{row['all_in_ratio']:6.2f}x {row['back_to_back_ratio']:6.2f}x {row['entries_per_step']:12.0f} "
+                f"{row['bytes_per_step']:11.0f}")
         up = theirs.get(label)
         if up:
-            line += (f" {up['ratio']:14.2f}x {up['cpu_ratio']:6.2f}x {up['entries_per_step']:12.0f} "
-                     f"{up['bytes_per_step']:11.0f}")
+            line += (f" {up['ratio']:14.2f}x {up['cpu_ratio']:6.2f}x {up['back_to_back_ratio']:6.2f}x "
+                     f"{up['entries_per_step']:12.0f} {up['bytes_per_step']:11.0f}")
         print(line)
     if why and not (version and all(theirs.get(label) for label in MODES)):
         print(f"upstream msprobe: not measured ({why})")

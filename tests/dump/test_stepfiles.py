@@ -61,3 +61,91 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
     assert not (tmp_path / "step" / "dump.journal").exists()
     stacks = json.loads((tmp_path / "step" / "stack.json").read_text())
     assert stacks["1"] == [["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"]]
+
+
+def _members_by_json(entries):
+    """What the json module makes of the same lines: StepWriter._members without the helpers."""
+    parts = []
+    for name, line in entries.items():
+        lines = line if isinstance(line, list) else [line]
+        merged = {}
+        for part in lines:
+            value = json.loads(part)[2]
+            if not isinstance(line, list):
+                merged = value
+                break
+            merged.update(value)
+        parts.append(json.dumps(name, ensure_ascii=False) + ": " + json.dumps(merged, ensure_ascii=False))
+    return ", ".join(parts).encode("utf-8")
+
+
+def test_dump_members_merges_parts_on_the_bytes_as_dict_update_does():
+    helpers = stepfiles.native.helpers()
+    if helpers is None:
+        pytest.skip("no C compiler or Python headers here")
+    line = helpers.json_line
+    odd = 'Module.a "quoted" \\ name, {x}: [y].parameters_grad'
+    entries = {
+        "Functional.linear.0.forward": line(["d", "Functional.linear.0.forward", {
+            "input_args": [RECORD, {"type": "str", "value": 'a ", } ] { , string'}], "output": [[RECORD, None]]}]),
+        odd: [line(["d", odd, {"weight": [RECORD], "bias": [None]}]),
+              line(["d", odd, {"extra": {"nested": [1, [2, {"k": "}"}]]}}]),
+              line(["d", odd, {"bias": [RECORD]}])],  # an earlier key: its place kept, its value the last
+        "Module.层.Linear.parameters_grad": [line(["d", "Module.层.Linear.parameters_grad", {}]),
+                                            line(["d", "Module.层.Linear.parameters_grad", {"weight": [1.5]}])],
+        "Debug.x.0.forward": (json.dumps(["d", "Debug.x.0.forward", {"data": {"1": float("nan")}}]) + "\n").encode(),
+    }
+    made = helpers.dump_members(entries)
+    assert made == _members_by_json(entries)
+    merged = json.loads(b"{" + made + b"}")[odd]
+    assert list(merged) == ["weight", "bias", "extra"] and merged["bias"][0]["md5"] == RECORD["md5"]
+    assert helpers.dump_members({}) == b""
+
+
+@pytest.mark.parametrize("line, framing", [(b'["d", "x", {"a": 1}]', True), (b'["h", "x", {"a": 1}]\n', True),
+                                           (b'["d", "x, {"a": 1}]\n', True), ("a str", True),
+                                           (b'["d", "x", [1, 2]]\n', False), (b'["d", "x", {"a" 1}]\n', False)])
+def test_dump_members_refuses_what_is_not_a_journal_line(line, framing):
+    helpers = stepfiles.native.helpers()
+    if helpers is None:
+        pytest.skip("no C compiler or Python headers here")
+    with pytest.raises(ValueError):  # a part: its value is read as an object
+        helpers.dump_members({"x": [line, b'["d", "x", {"b": 2}]\n']})
+    if framing:  # a whole line: only its framing is read (its value is copied as it is)
+        with pytest.raises(ValueError):
+            helpers.dump_members({"x": line})
+
+
+def test_write_files_writes_each_file_whole_then_removes_the_journal(tmp_path):
+    helpers = stepfiles.native.helpers()
+    if helpers is None:
+        pytest.skip("no C compiler or Python headers here")
+    journal = tmp_path / "dump.journal"
+    journal.write_bytes(b"records")
+    (tmp_path / "dump.json").write_text("an older file, replaced whole")
+    files = [(str(tmp_path / name), str(tmp_path / f".{name}.tmp1"), text) for name, text in
+             (("dump.json", b'{"data": {}}'), ("stack.json", b""), ("construct.json", "é".encode() * 70000))]
+    helpers.write_files(files, str(journal))
+    assert [(tmp_path / name).read_bytes() for name in ("dump.json", "stack.json", "construct.json")] == \
+        [text for _, _, text in files]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["construct.json", "dump.json", "stack.json"]
+    helpers.write_files([], str(journal))  # a journal removed already: nothing to do
+
+
+def test_write_files_names_the_file_it_cannot_write_and_leaves_no_temporary(tmp_path):
+    helpers = stepfiles.native.helpers()
+    if helpers is None:
+        pytest.skip("no C compiler or Python headers here")
+    journal = tmp_path / "dump.journal"
+    journal.write_bytes(b"records")
+    missing = tmp_path / "gone" / "stack.json"
+    files = [(str(tmp_path / "dump.json"), str(tmp_path / ".dump.json.tmp1"), b"{}"),
+             (str(missing), str(missing.parent / ".stack.json.tmp1"), b"[]"),
+             (str(tmp_path / "construct.json"), str(tmp_path / ".construct.json.tmp1"), b"{}")]
+    with pytest.raises(FileNotFoundError) as raised:
+        helpers.write_files(files, str(journal))
+    assert raised.value.filename == str(missing)
+    # the files before it are written, those after it are not, and the journal (the step's data) stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.journal", "dump.json"]
+    with pytest.raises(TypeError):
+        helpers.write_files([(str(tmp_path / "x"), str(tmp_path / ".x.tmp"), "not bytes")], None)

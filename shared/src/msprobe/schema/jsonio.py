@@ -67,10 +67,16 @@ def write_text_atomic(path: PathLike, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def temporary_path(path: PathLike) -> Path:
+    """Where :func:`write_bytes_atomic` writes ``path`` before renaming it over ``path``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+
+
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:
     """Write a whole file so a reader never sees half of it: temp file, fsync, rename."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temporary_path(path)
     with open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()

@@ -4,9 +4,10 @@
  * put it there: a process killed right after keeps it. It costs no system call: on the bench model a
  * write() per entry was 0.03 of the L0 step ratio and 0.12 of L1's (~2-3 us each beside the model's
  * kernels). The file is reserved ahead (posix_fallocate: a full disk is an OSError here, not a SIGBUS on
- * a later store) and its pages faulted in writable when mapped (MADV_POPULATE_WRITE, on the background
- * thread that opens the next step's journal); it grows by doubling. close() cuts the file to what was
- * written; a killed process leaves zeros after its last record, which the journal's reader drops
+ * a later store) and the pages the step is expected to write are faulted in writable when mapped
+ * (MADV_POPULATE_WRITE, on the background thread that opens the next step's journal, without the GIL);
+ * it grows by doubling. close() cuts the file to what was written; a killed process leaves zeros after
+ * its last record, which the journal's reader drops
  * (msprobe/schema/journal.py).
  *
  * A child forked while a journal is mapped shares the mapping but not the parent's position in it: its
@@ -47,29 +48,43 @@ static Py_ssize_t journal_rounded(Py_ssize_t size) {
     return (size + JOURNAL_ROUND - 1) / JOURNAL_ROUND * JOURNAL_ROUND;
 }
 
-/* The file reserved and mapped up to `wanted` bytes: 0, or -1 with OSError */
-static int journal_map(MappedJournal *self, Py_ssize_t wanted, int populate) {
+/* The file `fd` reserved and mapped up to `wanted` bytes (from `*capacity`, mapped at `*base` unless
+ * NULL), the first `populate` bytes past the old end faulted in writable: 0, or an errno. No Python API:
+ * MappedJournal() calls it without the GIL (reserving and faulting in 64 KB took ~0.3 ms on the writer
+ * thread, and the hook thread waited for it) */
+static int journal_map_raw(int fd, char **base, Py_ssize_t *capacity, Py_ssize_t wanted, Py_ssize_t populate) {
     int failed;
     do {
-        failed = posix_fallocate(self->fd, self->capacity, wanted - self->capacity);
+        failed = posix_fallocate(fd, *capacity, wanted - *capacity);
     } while (failed == EINTR);
+    if (failed != 0) {
+        return failed;
+    }
+    void *mapped = *base == NULL ? mmap(NULL, (size_t)wanted, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) :
+                                   mremap(*base, (size_t)*capacity, (size_t)wanted, MREMAP_MAYMOVE);
+    if (mapped == MAP_FAILED) {
+        return errno;
+    }
+    if (populate > wanted - *capacity) {
+        populate = wanted - *capacity;
+    }
+    if (populate > 0) { /* best effort: what it does not fault in now faults in on the first store */
+        madvise((char *)mapped + *capacity, (size_t)populate, MADV_POPULATE_WRITE);
+    }
+    *base = mapped;
+    *capacity = wanted;
+    return 0;
+}
+
+/* The journal grown to `wanted` bytes (with the GIL: the hook thread appends meanwhile): 0, or -1 with
+ * OSError */
+static int journal_map(MappedJournal *self, Py_ssize_t wanted) {
+    int failed = journal_map_raw(self->fd, &self->base, &self->capacity, wanted, 0);
     if (failed != 0) {
         errno = failed;
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
-    void *mapped = self->base == NULL ?
-        mmap(NULL, (size_t)wanted, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0) :
-        mremap(self->base, (size_t)self->capacity, (size_t)wanted, MREMAP_MAYMOVE);
-    if (mapped == MAP_FAILED) {
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
-    }
-    if (populate) { /* best effort: what it does not fault in now faults in on the first store */
-        madvise((char *)mapped + self->capacity, (size_t)(wanted - self->capacity), MADV_POPULATE_WRITE);
-    }
-    self->base = mapped;
-    self->capacity = wanted;
     return 0;
 }
 
@@ -87,7 +102,7 @@ static int journal_append(MappedJournal *self, const char *data, Py_ssize_t size
         if (wanted < self->used + size) {
             wanted = self->used + size;
         }
-        if (journal_map(self, journal_rounded(wanted), 0) < 0) {
+        if (journal_map(self, journal_rounded(wanted)) < 0) {
             return -1;
         }
     }
@@ -119,14 +134,26 @@ static void journal_resume(MappedJournal *self, Py_ssize_t size) {
     self->used = end;
 }
 
-/* close(): the mapping released and the file cut to what was written (not by a forked child) */
+/* close(): the mapping released and the file cut to what was written (not by a forked child). The
+ * journal is marked closed first, with the GIL (an append after that fails as closed); the system calls
+ * run without it. */
 static PyObject *MappedJournal_close(MappedJournal *self, PyObject *unused) {
-    int owner = self->generation == fork_generation;
-    int failed = self->base != NULL && owner && ftruncate(self->fd, (off_t)self->used) < 0;
-    int saved = errno;
-    journal_unmap(self);
+    int owner = self->generation == fork_generation, fd = self->fd, failed = 0;
+    char *base = self->base;
+    Py_ssize_t capacity = self->capacity, used = self->used;
+    self->base = NULL;
+    self->fd = -1;
+    Py_BEGIN_ALLOW_THREADS
+    if (base != NULL) {
+        failed = owner && ftruncate(fd, (off_t)used) < 0 ? errno : 0;
+        munmap(base, (size_t)capacity);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    Py_END_ALLOW_THREADS
     if (failed) {
-        errno = saved;
+        errno = failed;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
     Py_RETURN_NONE;
@@ -178,14 +205,15 @@ static PyTypeObject MappedJournalType = {
     .tp_new = MappedJournal_new,
 };
 
-/* MappedJournal(path, capacity): appends after the last whole record the file holds, `capacity` bytes
- * reserved beyond what it holds */
+/* MappedJournal(path, capacity, populate=capacity): appends after the last whole record the file holds,
+ * `capacity` bytes reserved beyond what it holds and the first `populate` of them faulted in writable (what
+ * the step is expected to write: faulting in more only costs the writer thread) */
 static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *path;
-    Py_ssize_t capacity;
-    if (kwargs != NULL || !PyArg_ParseTuple(args, "O&n", PyUnicode_FSConverter, &path, &capacity)) {
+    Py_ssize_t capacity, populate = -1;
+    if (kwargs != NULL || !PyArg_ParseTuple(args, "O&n|n", PyUnicode_FSConverter, &path, &capacity, &populate)) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "MappedJournal(path, capacity)");
+            PyErr_SetString(PyExc_TypeError, "MappedJournal(path, capacity, populate=capacity)");
         }
         return NULL;
     }
@@ -194,20 +222,30 @@ static PyObject *MappedJournal_new(PyTypeObject *type, PyObject *args, PyObject 
         Py_DECREF(path);
         return NULL;
     }
-    self->fd = open(PyBytes_AS_STRING(path), O_RDWR | O_CLOEXEC);
-    Py_DECREF(path);
     self->generation = fork_generation;
-    struct stat status;
-    if (self->fd < 0 || fstat(self->fd, &status) < 0) {
-        PyErr_SetFromErrno(PyExc_OSError);
-        Py_DECREF(self);
-        return NULL;
-    }
-    self->capacity = (Py_ssize_t)status.st_size;
+    self->fd = -1;
     if (capacity < JOURNAL_ROUND) {
         capacity = JOURNAL_ROUND;
     }
-    if (journal_map(self, journal_rounded(self->capacity + capacity), 1) < 0) {
+    if (populate < 0) {
+        populate = capacity;
+    }
+    int failed = 0;
+    struct stat status;
+    Py_BEGIN_ALLOW_THREADS /* (self is not shared yet) */
+    self->fd = open(PyBytes_AS_STRING(path), O_RDWR | O_CLOEXEC);
+    if (self->fd < 0 || fstat(self->fd, &status) < 0) {
+        failed = errno;
+    } else {
+        self->capacity = (Py_ssize_t)status.st_size;
+        failed = journal_map_raw(self->fd, &self->base, &self->capacity,
+                                 journal_rounded(self->capacity + capacity), populate);
+    }
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (failed != 0) {
+        errno = failed;
+        PyErr_SetFromErrno(PyExc_OSError);
         Py_DECREF(self);
         return NULL;
     }

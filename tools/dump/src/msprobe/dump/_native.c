@@ -551,6 +551,8 @@ static void int_reduce(const char *data, int kind, Py_ssize_t dims, const Py_ssi
 #include "_walk.c"
 #include "_journal.c"
 #include "_json.c"
+#include "_members.c"
+#include "_files.c"
 #include "_call.c"
 #include "_backward.c"
 #include "_module.c"
@@ -604,6 +606,9 @@ static PyMethodDef methods[] = {
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
     {"journal_entry", (PyCFunction)(void (*)(void))journal_entry, METH_FASTCALL, "write and keep an entry's journal line"},
     {"json_line", (PyCFunction)json_line, METH_O, "json_bytes(value) + b'\\n'"},
+    {"dump_members", (PyCFunction)dump_members, METH_O, "dump.json's data members from a step's journal lines"},
+    {"write_files", (PyCFunction)(void (*)(void))write_files, METH_FASTCALL, "files written atomically without the GIL"},
+    {"prepare_dirs", (PyCFunction)(void (*)(void))prepare_dirs, METH_FASTCALL, "a journal's directories, without the GIL"},
     {"encode_args", (PyCFunction)(void (*)(void))encode_args, METH_FASTCALL, "Encoder.args in C"},
     {"encode_outputs", (PyCFunction)(void (*)(void))encode_outputs, METH_FASTCALL, "Encoder.outputs in C"},
     {"torch_record", (PyCFunction)(void (*)(void))torch_record, METH_FASTCALL, "a CPU tensor's record, or None"},

@@ -17,6 +17,7 @@ from typing import Callable, List, Optional
 from msprobe.schema.journal import AHEAD_NAME, JOURNAL_NAME
 from msprobe.schema.tree import TENSOR_DIR
 
+from . import native
 from .stepfiles import StepWriter
 
 
@@ -35,15 +36,15 @@ class OpenedAhead:
         """Open the directory and journal, unless taken already or a journal is there (a run before this
         one left it: the first entry's own open appends to it, as it always did)."""
         with self._lock:
-            if self._taken or os.path.exists(os.path.join(self.rank_dir, JOURNAL_NAME)):
+            if self._taken:
                 return
-            step_dir = os.path.dirname(self.rank_dir)
-            self._made = [path for path in (step_dir, self.rank_dir, os.path.join(self.rank_dir, TENSOR_DIR))
-                          if not os.path.isdir(path)]
-            stale = os.path.join(self.rank_dir, AHEAD_NAME)
-            if os.path.exists(stale):  # opened ahead by a process killed before the step began
-                os.remove(stale)
+            made = _prepare_dirs([os.path.dirname(self.rank_dir), self.rank_dir],
+                                 os.path.join(self.rank_dir, JOURNAL_NAME), os.path.join(self.rank_dir, AHEAD_NAME))
+            if made is None:
+                return
             self._writer = self._open_writer(self.rank_dir, AHEAD_NAME)
+            # the tensor directory (tensor task) is the writer's: one in a rank directory made now is new too
+            self._made = made + ([os.path.join(self.rank_dir, TENSOR_DIR)] if self.rank_dir in made else [])
 
     def take(self, rank_dir: Optional[str]) -> Optional[StepWriter]:
         """The writer, when it is open and for ``rank_dir``; None otherwise (nothing is opened after this;
@@ -70,3 +71,20 @@ class OpenedAhead:
                 os.rmdir(path)
             except OSError:  # not empty (another rank's directory, files put there since): kept
                 pass
+
+
+def _prepare_dirs(dirs: List[str], journal: str, stale: str) -> Optional[List[str]]:
+    """Those of ``dirs`` made (outermost first), and ``stale`` (an ahead journal a killed process left)
+    removed; None, and nothing done, when ``journal`` is there. In one call without the GIL where the
+    helpers are built (``_files.c``): the writer thread does this while the next step trains."""
+    helpers = native.helpers()
+    if helpers is not None and hasattr(helpers, "prepare_dirs"):
+        return helpers.prepare_dirs(dirs, journal, stale)
+    if os.path.exists(journal):
+        return None
+    made = [path for path in dirs if not os.path.isdir(path)]
+    for path in dirs:
+        os.makedirs(path, exist_ok=True)
+    if os.path.exists(stale):
+        os.remove(stale)
+    return made

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
 from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, json_record
-from msprobe.schema.jsonio import compact_dumps, write_bytes_atomic, write_json_atomic
+from msprobe.schema.jsonio import compact_dumps, temporary_path, write_bytes_atomic
 
 from . import native
 
@@ -44,19 +44,20 @@ class StepWriter(RankWriter):
     whole line on the append-mode journal; a killed process keeps it either way. Stack and construct
     records are gathered and written together by ``flush()``. Whole records per write keep records from
     two threads from interleaving. ``capacity``: the bytes reserved for the journal ahead (the previous
-    step's size: it grows, by doubling, when that is not enough)."""
+    step's size: it grows, by doubling, when that is not enough); ``expected``: those of them the step is
+    expected to write, whose pages are faulted in now (None: all), off the hook thread when opened ahead."""
 
     pickled = False
 
     def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME,
-                 capacity: int = 1 << 18) -> None:
+                 capacity: int = 1 << 18, expected: Optional[int] = None) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
         super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name)
         self._fd = self._handle.fileno()  # records go through the mapping or the descriptor, none through the handle
-        self._mapped = _mapped_journal(self.journal_path, capacity)
+        self._mapped = _mapped_journal(self.journal_path, capacity, capacity if expected is None else expected)
         self._target: Union[int, Any] = self._fd if self._mapped is None else self._mapped
         self.flush()  # the header record
         self._header = dict(header)
@@ -124,27 +125,44 @@ class StepWriter(RankWriter):
 
     def finish(self) -> None:
         """Write dump.json / stack.json / construct.json (as ``finalize(True, indent=None)``) and remove
-        the journal. Runs on the background writer thread once the step's lines are all written."""
+        the journal. Runs on the background writer thread once the step's lines are all written: its
+        file system calls go in one stretch without the GIL where the helpers are built (``_files.c``)."""
         self.flush()
         with self._lock:
-            parts = []
-            for name, line in self._entries.items():
-                if isinstance(line, list):  # merged as read_journal merges records
-                    merged: Dict[str, Any] = {}
-                    for part in line:
-                        merged.update(json.loads(part)[2])
-                    line = json_line(self._line, ["d", name, merged])
-                head = compact_dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
-                parts.append(head + b": " + line[len(head) + 8:-2])
             header = json_line(self._line, self._header)[:-1]
-            data = b'"data": {' + b", ".join(parts) + b"}"
-            write_bytes_atomic(self.rank_dir / DUMP_NAME,
-                               header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}")
-            write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(self._stacks), indent=None)
-            write_json_atomic(self.rank_dir / CONSTRUCT_NAME, self._construct, indent=None)
+            data = b'"data": {' + self._members() + b"}"
+            dump = header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}"
+            files = [(self.rank_dir / DUMP_NAME, dump),
+                     (self.rank_dir / STACK_NAME, _json_bytes(group_stacks(self._stacks))),
+                     (self.rank_dir / CONSTRUCT_NAME, _json_bytes(self._construct))]
             self._close_journal()
+            helpers = native.helpers()
+            if helpers is not None and hasattr(helpers, "write_files"):
+                jobs = [(os.fspath(path), os.fspath(temporary_path(path)), blob) for path, blob in files]
+                helpers.write_files(jobs, os.fspath(self.journal_path))
+                return
+            for path, blob in files:
+                write_bytes_atomic(path, blob)
             os.remove(self.journal_path)
 
+    def _members(self) -> bytes:
+        """``"name": value, ...`` of the step's entries, parts merged (``_native.dump_members`` where built)."""
+        helpers = native.helpers()
+        if helpers is not None and hasattr(helpers, "dump_members"):
+            try:
+                return helpers.dump_members(self._entries)
+            except ValueError:  # a line json_record wrote (a value the compiled encoder refused): as below
+                pass
+        parts = []
+        for name, line in self._entries.items():
+            if isinstance(line, list):  # merged as read_journal merges records
+                merged: Dict[str, Any] = {}
+                for part in line:
+                    merged.update(json.loads(part)[2])
+                line = json_line(self._line, ["d", name, merged])
+            head = compact_dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
+            parts.append(head + b": " + line[len(head) + 8:-2])
+        return b", ".join(parts)
 
     def publish(self) -> None:
         """A journal opened ahead (``AHEAD_NAME``) becomes the step's journal, before its first entry."""
@@ -168,14 +186,19 @@ class StepWriter(RankWriter):
         self._handle.close()
 
 
-def _mapped_journal(path: Any, capacity: int) -> Optional[Any]:
+def _json_bytes(value: Any) -> bytes:
+    """What ``write_json_atomic(path, value, indent=None)`` writes."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _mapped_journal(path: Any, capacity: int, populate: int) -> Optional[Any]:
     """The journal's shared mapping, or None where it cannot be made (no helpers, no mmap, a file system
     that refuses it): the descriptor is written to instead."""
     helpers = native.helpers()
     if helpers is None or not hasattr(helpers, "MappedJournal"):
         return None
     try:
-        return helpers.MappedJournal(os.fspath(path), capacity)
+        return helpers.MappedJournal(os.fspath(path), capacity, populate)
     except OSError:
         return None
 
