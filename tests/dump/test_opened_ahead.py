@@ -7,9 +7,11 @@ import subprocess
 import sys
 import threading
 
+import pytest
 import torch
 
 from dumphelpers import MLP
+from msprobe.dump import ahead
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs
 
@@ -83,3 +85,26 @@ def test_a_directory_opened_ahead_and_not_used_is_removed(dump_dir):
     assert (dump_dir / "step3" / "rank" / ".dump.journal.ahead").exists()
     debugger.engine.close()  # ... and removed at exit without a start()
     assert sorted(p.name for p in dump_dir.iterdir()) == ["step0", "step2"]
+
+
+@pytest.mark.parametrize("helpers", ["compiled", "python"])
+def test_prepare_dirs_makes_what_is_missing_and_stops_at_a_journal(tmp_path, monkeypatch, helpers):
+    if helpers == "python":
+        monkeypatch.setattr(ahead.native, "helpers", lambda: None)
+    elif ahead.native.helpers() is None:
+        pytest.skip("no C compiler or Python headers here")
+    step, rank = tmp_path / "step4", tmp_path / "step4" / "rank"
+    journal, stale = rank / ".dump.journal", rank / ".dump.journal.ahead"
+    assert ahead._prepare_dirs([str(step), str(rank)], str(journal), str(stale)) == [str(step), str(rank)]
+    stale.write_bytes(b"left by a killed process")
+    assert ahead._prepare_dirs([str(step), str(rank)], str(journal), str(stale)) == []  # made already
+    assert not stale.exists()
+    journal.write_bytes(b"")
+    stale.write_bytes(b"")
+    assert ahead._prepare_dirs([str(tmp_path / "step5")], str(journal), str(stale)) is None  # a journal is there
+    assert stale.exists() and not (tmp_path / "step5").exists()  # nothing done
+    (tmp_path / "step6").write_text("a file where a directory goes")
+    with pytest.raises(OSError) as raised:
+        ahead._prepare_dirs([str(tmp_path / "step6"), str(tmp_path / "step6" / "rank")],
+                            str(tmp_path / "j"), str(tmp_path / "s"))
+    assert str(tmp_path / "step6") in str(raised.value)
