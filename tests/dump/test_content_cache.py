@@ -27,8 +27,8 @@ def _counting(monkeypatch):
     monkeypatch.setattr(stats, "reduce", counted)
     maker = TorchAdapter.record_maker
 
-    def counting_maker(adapter, precision, md5):
-        whole = maker(adapter, precision, md5)
+    def counting_maker(adapter, precision, md5, shared=False):
+        whole = maker(adapter, precision, md5, shared)
         if whole is None:
             return None
         entries = whole.args[0]

@@ -222,8 +222,8 @@ class _PendingIntegers(TorchAdapter):
     """Integer tensors declined by the record maker and their statistics left pending (as an accelerator's
     are): their roles and positions show."""
 
-    def record_maker(self, precision, md5):
-        made = super().record_maker(precision, md5)
+    def record_maker(self, precision, md5, shared=False):
+        made = super().record_maker(precision, md5, shared)
         return None if made is None else lambda tensor: made(tensor) if tensor.is_floating_point() else None
 
     def tensor_stats(self, tensor, precision, md5):
@@ -285,3 +285,25 @@ def test_torch_record_reduces_rows_of_strided_views(dtype):
     assert made(views[0])["Max"] == 1000.0
     fused[1, 1, 25] = float("nan")
     assert all(value != value for key, value in made(views[0]).items() if key in ("Max", "Min", "Mean", "Norm"))
+
+
+def test_shared_records_serve_every_entry_of_a_tensor_and_private_ones_are_copies():
+    adapter = TorchAdapter()
+    if adapter.record_maker("normal", False) is None:
+        pytest.skip("no C compiler or Python headers here")
+    x = torch.randn(4, 5)
+    shared = adapter.record_maker("normal", False, shared=True)
+    first = shared(x)
+    assert shared(x) is first  # the same tensor at the same version: one record, no copy
+    x.requires_grad_()
+    again = shared(x)
+    assert again is not first and again["requires_grad"] is True and first["requires_grad"] is False
+    with torch.no_grad():
+        x.mul_(2)  # a new version: new statistics in a new record
+    moved = shared(x)
+    assert moved is not again and moved["Max"] == pytest.approx(2 * again["Max"])
+    private = TorchAdapter().record_maker("normal", False)  # tensor files add their names to records
+    y = torch.randn(3)
+    made = private(y)
+    made["data_name"] = "Torch.add.0.forward.output.0.pt"
+    assert "data_name" not in private(y) and private(y) is not private(y)

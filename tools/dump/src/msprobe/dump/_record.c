@@ -111,6 +111,7 @@ typedef struct {
     Py_ssize_t max_numel;
     PyObject *strided;   /* torch.strided */
     int md5;
+    int shared;          /* records are final (nothing adds to them): the kept one is handed out, not copied */
 } RecordArgs;
 
 /* The tensor's shape and strides; 0 when it has more than MAX_DIMS dimensions, -1 on error */
@@ -453,10 +454,11 @@ static PyObject *copied_record(PyObject *kept, PyObject *stats, PyObject *grad) 
     return record;
 }
 
-/* entries[id] = (ref, version, dtype, a copy of `record`, contiguous), out of the cycle collector's sight */
+/* entries[id] = (ref, version, dtype, `record` (a copy unless `shared`), contiguous), out of the cycle
+ * collector's sight */
 static int keep_known(PyObject *entries, PyObject *id, PyObject *ref, PyObject *version, PyObject *dtype,
-                      PyObject *record, int contiguous) {
-    PyObject *copy = PyDict_Copy(record), *value = NULL;
+                      PyObject *record, int contiguous, int shared) {
+    PyObject *copy = shared ? new_ref(record) : PyDict_Copy(record), *value = NULL;
     if (copy != NULL) {
         value = PyTuple_Pack(5, ref, version, dtype, copy, contiguous > 0 ? Py_True : Py_False);
         untrack(copy);
@@ -470,9 +472,10 @@ static int keep_known(PyObject *entries, PyObject *id, PyObject *ref, PyObject *
 }
 
 /* The record kept for this tensor object when it is still at that version, shape and dtype (a new
- * copy), else NULL without error. `known`: the entry under id(tensor), borrowed. `moved` is set when only
- * the version differs and the tensor was contiguous when kept: changed_record's case. */
-static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype, int *moved) {
+ * copy; itself when `shared` and its requires_grad is the tensor's), else NULL without error. `known`: the
+ * entry under id(tensor), borrowed. `moved` is set when only the version differs and the tensor was
+ * contiguous when kept: changed_record's case. */
+static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype, int shared, int *moved) {
     *moved = 0;
     if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 5 ||
         weak_target(PyTuple_GET_ITEM(known, 0)) != tensor || PyTuple_GET_ITEM(known, 2) != dtype) {
@@ -489,7 +492,8 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
     }
     PyObject *grad = same > 0 ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
     if (grad != NULL) {
-        record = copied_record(kept, NULL, grad);
+        int same_grad = shared && PyDict_GetItem(kept, k_requires_grad) == grad;
+        record = same_grad ? new_ref(kept) : copied_record(kept, NULL, grad);
     }
     Py_XDECREF(version);
     Py_XDECREF(shape);
@@ -523,7 +527,7 @@ static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *
     PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL;
     /* kept again, at this version, under the same weak reference */
     if (record != NULL && keep_known(entries, id, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
-                                     record, 1) < 0) {
+                                     record, 1, args->shared) < 0) {
         Py_CLEAR(record);
     }
     Py_XDECREF(stats);
@@ -532,15 +536,15 @@ static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *
     return or_declined(record);
 }
 
-/* Keep `record` under id(tensor) (a copy: callers may add to theirs) */
+/* Keep `record` under id(tensor) (a copy unless `shared`: callers may add to theirs) */
 static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *dtype,
-                       PyObject *record, Py_ssize_t limit, int contiguous) {
+                       PyObject *record, Py_ssize_t limit, int contiguous, int shared) {
     if (PyDict_GET_SIZE(entries) >= limit) {
         PyDict_Clear(entries);
     }
     PyObject *ref = PyWeakref_NewRef(tensor, NULL);
     untrack(ref);
-    int failed = ref == NULL || keep_known(entries, id, ref, version, dtype, record, contiguous) < 0;
+    int failed = ref == NULL || keep_known(entries, id, ref, version, dtype, record, contiguous, shared) < 0;
     Py_XDECREF(ref);
     return failed ? -1 : 0;
 }
@@ -603,26 +607,29 @@ static PyObject *int_record(const RecordArgs *args, PyObject *id, PyObject *tens
         PyErr_Clear();
         return record;
     }
-    if (keep_record(args->entries, id, tensor, version, dtype, record, args->limit, 0) < 0) {
+    if (keep_record(args->entries, id, tensor, version, dtype, record, args->limit, 0, args->shared) < 0) {
         Py_CLEAR(record);
     }
     Py_DECREF(version);
     return record;
 }
 
-/* torch_record(entries, dtypes, limit, max_numel, strided, md5, tensor) -> record or None.
- * dtypes: dtype -> (name, kind) for the kinds this path reduces; limit: the cache's size bound. */
+/* torch_record(entries, dtypes, limit, max_numel, strided, md5[, shared], tensor) -> record or None.
+ * dtypes: dtype -> (name, kind) for the kinds this path reduces; limit: the cache's size bound; shared:
+ * nothing adds to the records handed out (no tensor files' names), so one record serves the cache and
+ * every entry of the same tensor at the same version (a dict copy less a record). */
 static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "torch_record(entries: dict, dtypes: dict, limit, max_numel, strided, md5, tensor)");
+    if ((nargs != 7 && nargs != 8) || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "torch_record(entries: dict, dtypes: dict, limit, max_numel, strided, md5[, shared], tensor)");
         return NULL;
     }
     RecordArgs parsed = {args[0], PyLong_AsSsize_t(args[2]), PyLong_AsSsize_t(args[3]), args[4],
-                         PyObject_IsTrue(args[5])};
-    if (PyErr_Occurred()) { /* a limit or bound that is no int */
+                         PyObject_IsTrue(args[5]), nargs == 8 ? PyObject_IsTrue(args[6]) : 0};
+    if (PyErr_Occurred() || parsed.shared < 0) { /* a limit or bound that is no int */
         return NULL;
     }
-    PyObject *tensor = args[6];
+    PyObject *tensor = args[nargs - 1];
     PyObject *dtype = PyObject_GetAttr(tensor, s_dtype);
     if (dtype == NULL) {
         return NULL;
@@ -648,7 +655,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *known = PyDict_GetItemWithError(parsed.entries, id);
     int moved = 0;
-    PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype, &moved);
+    PyObject *record = known == NULL ? NULL : known_record(known, tensor, dtype, parsed.shared, &moved);
     if (record == NULL && !PyErr_Occurred() && integer) {
         record = int_record(&parsed, id, tensor, dtype, info, (int)kind - INT_KIND_BASE);
     } else if (record == NULL && moved) {
@@ -680,7 +687,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         if (record != NULL && (parsed.limit < 0 ||
                                keep_record(parsed.entries, id, tensor, version, dtype, record, parsed.limit,
-                                           contiguous) < 0)) {
+                                           contiguous, parsed.shared) < 0)) {
             Py_CLEAR(record);
         }
     }

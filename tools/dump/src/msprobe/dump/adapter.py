@@ -42,9 +42,12 @@ class Adapter:
         (the record is then complete at once, without a batch); None when ``stats_to_host`` is needed."""
         return None
 
-    def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[Any], Optional[Dict[str, Any]]]]:
+    def record_maker(self, precision: str, md5: bool,
+                     shared: bool = False) -> Optional[Callable[[Any], Optional[Dict[str, Any]]]]:
         """A function making a tensor's whole record (meta and final statistics) in one call, or None
-        for tensors it leaves to ``tensor_meta``/``tensor_stats``; None when the adapter has none."""
+        for tensors it leaves to ``tensor_meta``/``tensor_stats``; None when the adapter has none.
+        ``shared``: nothing adds to the records it makes (no tensor files), so it may hand one record out
+        for several entries."""
         return None
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:

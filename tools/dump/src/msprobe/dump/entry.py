@@ -32,7 +32,8 @@ class Encoder:
         self.precision = precision
         self.md5 = md5
         self.snapshots = snapshots
-        self.use_record_maker(adapter.record_maker(precision, md5))
+        # tensor files add their names to the records: only without them may entries share a record
+        self.use_record_maker(adapter.record_maker(precision, md5, shared=not snapshots))
 
     def use_record_maker(self, whole: Optional[Callable[[Any], Optional[Dict[str, Any]]]]) -> None:
         """Make tensor records with ``whole`` (the adapter's ``record_maker``; None: the Python path)."""

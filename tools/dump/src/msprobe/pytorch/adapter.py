@@ -67,12 +67,13 @@ class TorchAdapter(Adapter):
             cache.store(key, owner, value)
         return value
 
-    def record_maker(self, precision: str, md5: bool) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
+    def record_maker(self, precision: str, md5: bool,
+                     shared: bool = False) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
         """``_native.torch_record`` over this adapter's caches: a CPU float tensor's record in one C call
         (~3x faster than the Python path) when its elements are one block, a permuted block or rows (md5:
         contiguous only), an integer or bool tensor's of any strides (not in md5 mode); None without the
         compiled helpers, or in md5 mode where they lack the fast CRC-32 (zlib's is faster than their
-        table)."""
+        table). ``shared``: the records are never added to, so one may serve several entries."""
         kernel = native.helpers()
         if kernel is None or (md5 and not kernel.has_fast_crc32):
             return None
@@ -82,7 +83,7 @@ class TorchAdapter(Adapter):
                       for dtype, kind in stats.NATIVE_INT_KINDS.items())
         cache = self._crc_cache if md5 else self._stat_cache
         return functools.partial(kernel.torch_record, cache.entries, dtypes, cache.limit, stats.NATIVE_NUMEL,
-                                 torch.strided, md5)
+                                 torch.strided, md5, shared)
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
         """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.
