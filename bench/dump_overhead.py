@@ -82,7 +82,8 @@ def worker(label: str, steps: int, work: Path) -> dict:
     back = {"base": [], "dump": []}  # dumped steps one after another: the writer works beside the next step
     finish = getattr(debugger, "flush", lambda: None)  # ours completes step files in the background
 
-    def timed(kind, dump):
+    def run_step(kind, dump):
+        """One step of ``kind``'s model, dumped or not: (start, wall, process CPU) in seconds."""
         model, optimizer = trained[kind]
         w, c = time.perf_counter(), time.process_time()
         if dump:
@@ -91,30 +92,21 @@ def worker(label: str, steps: int, work: Path) -> dict:
         if dump:
             debugger.stop()
             debugger.step()
-        wall[kind].append(time.perf_counter() - w)
-        cpu[kind].append(time.process_time() - c)
-        if dump:  # untimed: a base step must not run beside the files this step left to write
-            finish()
-            wall["all-in"].append(time.perf_counter() - w)
+        return w, time.perf_counter() - w, time.process_time() - c
 
     for i in range(steps):  # ABBA order: drift in machine load hits both sides alike
         order = (("base", False), ("dump", True)) if i % 2 == 0 else (("dump", True), ("base", False))
         for kind, dump in order:
-            timed(kind, dump)
+            start, elapsed, spent = run_step(kind, dump)
+            wall[kind].append(elapsed)
+            cpu[kind].append(spent)
+            if dump:  # untimed: a base step must not run beside the files this step left to write
+                finish()
+                wall["all-in"].append(time.perf_counter() - start)
     for block in range(2 * max(1, steps // 4)):  # back to back: blocks of 5 steps, the first of each not counted
         order = (("base", False), ("dump", True)) if block % 2 == 0 else (("dump", True), ("base", False))
         for kind, dump in order:
-            for i in range(5):
-                w = time.perf_counter()
-                model, optimizer = trained[kind]
-                if dump:
-                    debugger.start(model=model)
-                tiny.train_step(model, optimizer, tokens, targets)
-                if dump:
-                    debugger.stop()
-                    debugger.step()
-                if i:
-                    back[kind].append(time.perf_counter() - w)
+            back[kind] += [run_step(kind, dump)[1] for _ in range(5)][1:]
             finish()
     if hasattr(debugger, "flush"):
         debugger.flush()  # ours finishes files in the background: count them once written

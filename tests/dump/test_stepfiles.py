@@ -31,12 +31,7 @@ def _write(writer):
     writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])
 
 
-@pytest.mark.parametrize("encoder", ["compiled", "json module"])
-def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
-    if encoder == "json module":
-        monkeypatch.setattr(stepfiles.native, "helpers", lambda: None)
-    elif stepfiles.native.helpers() is None:
-        pytest.skip("no C compiler or Python headers here")
+def test_step_writer_bytes_equal_rank_writer(tmp_path, helpers_or_not):
     step = StepWriter(tmp_path / "step", HEADER)
     _write(step)
     step.flush()
@@ -47,7 +42,7 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
     records = (tmp_path / "reference" / "dump.journal").read_bytes()
     # the same records; a mapped journal (compiled helpers) then holds the zeros reserved after them
     assert journal[:len(records)] == records and not journal[len(records):].strip(b"\0")
-    assert (len(journal) > len(records)) == (encoder == "compiled")
+    assert (len(journal) > len(records)) == (helpers_or_not == "compiled")
     pickled = RankWriter(tmp_path / "pickled", HEADER)  # the other spelling of the same records
     _write(pickled)
     pickled.flush()
@@ -63,26 +58,27 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path, monkeypatch, encoder):
     assert stacks["1"] == [["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"]]
 
 
+@pytest.fixture
+def helpers():
+    """The compiled helpers (the test is skipped without them)."""
+    built = stepfiles.native.helpers()
+    if built is None:
+        pytest.skip("no C compiler or Python headers here")
+    return built
+
+
 def _members_by_json(entries):
     """What the json module makes of the same lines: StepWriter._members without the helpers."""
     parts = []
     for name, line in entries.items():
-        lines = line if isinstance(line, list) else [line]
         merged = {}
-        for part in lines:
-            value = json.loads(part)[2]
-            if not isinstance(line, list):
-                merged = value
-                break
-            merged.update(value)
+        for part in line if isinstance(line, list) else [line]:
+            merged.update(json.loads(part)[2])
         parts.append(json.dumps(name, ensure_ascii=False) + ": " + json.dumps(merged, ensure_ascii=False))
     return ", ".join(parts).encode("utf-8")
 
 
-def test_dump_members_merges_parts_on_the_bytes_as_dict_update_does():
-    helpers = stepfiles.native.helpers()
-    if helpers is None:
-        pytest.skip("no C compiler or Python headers here")
+def test_dump_members_merges_parts_on_the_bytes_as_dict_update_does(helpers):
     line = helpers.json_line
     odd = 'Module.a "quoted" \\ name, {x}: [y].parameters_grad'
     entries = {
@@ -105,10 +101,7 @@ def test_dump_members_merges_parts_on_the_bytes_as_dict_update_does():
 @pytest.mark.parametrize("line, framing", [(b'["d", "x", {"a": 1}]', True), (b'["h", "x", {"a": 1}]\n', True),
                                            (b'["d", "x, {"a": 1}]\n', True), ("a str", True),
                                            (b'["d", "x", [1, 2]]\n', False), (b'["d", "x", {"a" 1}]\n', False)])
-def test_dump_members_refuses_what_is_not_a_journal_line(line, framing):
-    helpers = stepfiles.native.helpers()
-    if helpers is None:
-        pytest.skip("no C compiler or Python headers here")
+def test_dump_members_refuses_what_is_not_a_journal_line(helpers, line, framing):
     with pytest.raises(ValueError):  # a part: its value is read as an object
         helpers.dump_members({"x": [line, b'["d", "x", {"b": 2}]\n']})
     if framing:  # a whole line: only its framing is read (its value is copied as it is)
@@ -116,12 +109,14 @@ def test_dump_members_refuses_what_is_not_a_journal_line(line, framing):
             helpers.dump_members({"x": line})
 
 
-def test_write_files_writes_each_file_whole_then_removes_the_journal(tmp_path):
-    helpers = stepfiles.native.helpers()
-    if helpers is None:
-        pytest.skip("no C compiler or Python headers here")
-    journal = tmp_path / "dump.journal"
+def _journal(directory):
+    journal = directory / "dump.journal"
     journal.write_bytes(b"records")
+    return journal
+
+
+def test_write_files_writes_each_file_whole_then_removes_the_journal(helpers, tmp_path):
+    journal = _journal(tmp_path)
     (tmp_path / "dump.json").write_text("an older file, replaced whole")
     files = [(str(tmp_path / name), str(tmp_path / f".{name}.tmp1"), text) for name, text in
              (("dump.json", b'{"data": {}}'), ("stack.json", b""), ("construct.json", "é".encode() * 70000))]
@@ -132,12 +127,8 @@ def test_write_files_writes_each_file_whole_then_removes_the_journal(tmp_path):
     helpers.write_files([], str(journal))  # a journal removed already: nothing to do
 
 
-def test_write_files_names_the_file_it_cannot_write_and_leaves_no_temporary(tmp_path):
-    helpers = stepfiles.native.helpers()
-    if helpers is None:
-        pytest.skip("no C compiler or Python headers here")
-    journal = tmp_path / "dump.journal"
-    journal.write_bytes(b"records")
+def test_write_files_names_the_file_it_cannot_write_and_leaves_no_temporary(helpers, tmp_path):
+    journal = _journal(tmp_path)
     missing = tmp_path / "gone" / "stack.json"
     files = [(str(tmp_path / "dump.json"), str(tmp_path / ".dump.json.tmp1"), b"{}"),
              (str(missing), str(missing.parent / ".stack.json.tmp1"), b"[]"),
