@@ -58,13 +58,16 @@ class RankWriter:
     writer that encodes its entries as JSON anyway (the dump engine's) uses."""
 
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True,
-                 journal_name: str = JOURNAL_NAME) -> None:
+                 journal_name: str = JOURNAL_NAME, make_dir: bool = True) -> None:
+        """``make_dir=False``: ``rank_dir`` is known to exist (no system calls to make sure)."""
         self.rank_dir = Path(rank_dir)
-        self.rank_dir.mkdir(parents=True, exist_ok=True)
+        if make_dir:
+            self.rank_dir.mkdir(parents=True, exist_ok=True)
         self.journal_path = self.rank_dir / journal_name
         self._lock = threading.Lock()
         self._autoflush = autoflush
-        self._handle = open(self.journal_path, "ab")
+        # (a buffer size given: open() then asks no terminal question, a system call less)
+        self._handle = open(self.journal_path, "ab", buffering=io.DEFAULT_BUFFER_SIZE)
         if self._handle.tell() == 0 and self.pickled:
             self._handle.write(JOURNAL_MAGIC)
             self._handle.flush()  # before any record, however a subclass writes its records

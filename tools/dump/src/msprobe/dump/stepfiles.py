@@ -45,17 +45,18 @@ class StepWriter(RankWriter):
     records are gathered and written together by ``flush()``. Whole records per write keep records from
     two threads from interleaving. ``capacity``: the bytes reserved for the journal ahead (the previous
     step's size: it grows, by doubling, when that is not enough); ``expected``: those of them the step is
-    expected to write, whose pages are faulted in now (None: all), off the hook thread when opened ahead."""
+    expected to write, whose pages are faulted in now (None: all), off the hook thread when opened ahead;
+    ``make_dir=False``: ``rank_dir`` exists (made by ``OpenedAhead``)."""
 
     pickled = False
 
     def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME,
-                 capacity: int = 1 << 18, expected: Optional[int] = None) -> None:
+                 capacity: int = 1 << 18, expected: Optional[int] = None, make_dir: bool = True) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
-        super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name)
+        super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name, make_dir=make_dir)
         self._fd = self._handle.fileno()  # records go through the mapping or the descriptor, none through the handle
         self._mapped = _mapped_journal(self.journal_path, capacity, capacity if expected is None else expected)
         self._target: Union[int, Any] = self._fd if self._mapped is None else self._mapped
