@@ -454,18 +454,18 @@ static PyObject *copied_record(PyObject *kept, PyObject *stats, PyObject *grad) 
     return record;
 }
 
-/* entries[id] = (ref, version, dtype, `record` (a copy unless `shared`), contiguous), out of the cycle
- * collector's sight */
-static int keep_known(PyObject *entries, PyObject *id, PyObject *ref, PyObject *version, PyObject *dtype,
-                      PyObject *record, int contiguous, int shared) {
-    PyObject *copy = shared ? new_ref(record) : PyDict_Copy(record), *value = NULL;
+/* args->entries[id] = (ref, version, dtype, `record` (a copy unless args->shared), contiguous), out of the
+ * cycle collector's sight */
+static int keep_known(const RecordArgs *args, PyObject *id, PyObject *ref, PyObject *version, PyObject *dtype,
+                      PyObject *record, int contiguous) {
+    PyObject *copy = args->shared ? new_ref(record) : PyDict_Copy(record), *value = NULL;
     if (copy != NULL) {
         value = PyTuple_Pack(5, ref, version, dtype, copy, contiguous > 0 ? Py_True : Py_False);
         untrack(copy);
         untrack(PyDict_GetItem(copy, k_shape));
         untrack(value);
     }
-    int failed = value == NULL || PyDict_SetItem(entries, id, value) < 0;
+    int failed = value == NULL || PyDict_SetItem(args->entries, id, value) < 0;
     Py_XDECREF(copy);
     Py_XDECREF(value);
     return failed ? -1 : 0;
@@ -509,7 +509,7 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
 static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *known, PyObject *tensor, int kind) {
     Py_ssize_t max_numel = args->max_numel;
     int md5 = args->md5;
-    PyObject *entries = args->entries, *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
+    PyObject *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
     Py_ssize_t numel = 1;
     for (Py_ssize_t i = 0; dims != NULL && i < PyList_GET_SIZE(dims); i++) {
         numel *= PyLong_AsSsize_t(PyList_GET_ITEM(dims, i));
@@ -526,8 +526,8 @@ static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *
     PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, FLOAT_ITEM_SIZE[kind], NULL) : NULL;
     PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL;
     /* kept again, at this version, under the same weak reference */
-    if (record != NULL && keep_known(entries, id, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
-                                     record, 1, args->shared) < 0) {
+    if (record != NULL && keep_known(args, id, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
+                                     record, 1) < 0) {
         Py_CLEAR(record);
     }
     Py_XDECREF(stats);
@@ -536,15 +536,16 @@ static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *
     return or_declined(record);
 }
 
-/* Keep `record` under id(tensor) (a copy unless `shared`: callers may add to theirs) */
-static int keep_record(PyObject *entries, PyObject *id, PyObject *tensor, PyObject *version, PyObject *dtype,
-                       PyObject *record, Py_ssize_t limit, int contiguous, int shared) {
-    if (PyDict_GET_SIZE(entries) >= limit) {
-        PyDict_Clear(entries);
+/* Keep `record` under id(tensor) in the cache, bounded by args->limit (a copy unless args->shared:
+ * callers may add to theirs) */
+static int keep_record(const RecordArgs *args, PyObject *id, PyObject *tensor, PyObject *version, PyObject *dtype,
+                       PyObject *record, int contiguous) {
+    if (PyDict_GET_SIZE(args->entries) >= args->limit) {
+        PyDict_Clear(args->entries);
     }
     PyObject *ref = PyWeakref_NewRef(tensor, NULL);
     untrack(ref);
-    int failed = ref == NULL || keep_known(entries, id, ref, version, dtype, record, contiguous, shared) < 0;
+    int failed = ref == NULL || keep_known(args, id, ref, version, dtype, record, contiguous) < 0;
     Py_XDECREF(ref);
     return failed ? -1 : 0;
 }
@@ -607,7 +608,7 @@ static PyObject *int_record(const RecordArgs *args, PyObject *id, PyObject *tens
         PyErr_Clear();
         return record;
     }
-    if (keep_record(args->entries, id, tensor, version, dtype, record, args->limit, 0, args->shared) < 0) {
+    if (keep_record(args, id, tensor, version, dtype, record, 0) < 0) {
         Py_CLEAR(record);
     }
     Py_DECREF(version);
@@ -686,8 +687,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
             Py_CLEAR(record);
         }
         if (record != NULL && (parsed.limit < 0 ||
-                               keep_record(parsed.entries, id, tensor, version, dtype, record, parsed.limit,
-                                           contiguous, parsed.shared) < 0)) {
+                               keep_record(&parsed, id, tensor, version, dtype, record, contiguous) < 0)) {
             Py_CLEAR(record);
         }
     }
