@@ -111,15 +111,21 @@ static int journal_append(MappedJournal *self, const char *data, Py_ssize_t size
     return 0;
 }
 
+/* The mapping `base` (NULL: none) of `capacity` bytes and the descriptor `fd` (-1: none) released. No
+ * Python API: close() calls it without the GIL */
+static void journal_release(char *base, Py_ssize_t capacity, int fd) {
+    if (base != NULL) {
+        munmap(base, (size_t)capacity);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
 static void journal_unmap(MappedJournal *self) {
-    if (self->base != NULL) {
-        munmap(self->base, (size_t)self->capacity);
-        self->base = NULL;
-    }
-    if (self->fd >= 0) {
-        close(self->fd);
-        self->fd = -1;
-    }
+    journal_release(self->base, self->capacity, self->fd);
+    self->base = NULL;
+    self->fd = -1;
 }
 
 /* Appends go after the last whole record of the file's first `size` bytes: a journal a killed run left
@@ -144,13 +150,8 @@ static PyObject *MappedJournal_close(MappedJournal *self, PyObject *unused) {
     self->base = NULL;
     self->fd = -1;
     Py_BEGIN_ALLOW_THREADS
-    if (base != NULL) {
-        failed = owner && ftruncate(fd, (off_t)used) < 0 ? errno : 0;
-        munmap(base, (size_t)capacity);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
+    failed = base != NULL && owner && ftruncate(fd, (off_t)used) < 0 ? errno : 0;
+    journal_release(base, capacity, fd);
     Py_END_ALLOW_THREADS
     if (failed) {
         errno = failed;
