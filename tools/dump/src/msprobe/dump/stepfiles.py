@@ -134,8 +134,8 @@ class StepWriter(RankWriter):
             data = b'"data": {' + self._members() + b"}"
             dump = header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}"
             files = [(self.rank_dir / DUMP_NAME, dump),
-                     (self.rank_dir / STACK_NAME, _json_bytes(group_stacks(self._stacks))),
-                     (self.rank_dir / CONSTRUCT_NAME, _json_bytes(self._construct))]
+                     (self.rank_dir / STACK_NAME, compact_dumps(group_stacks(self._stacks)).encode("utf-8")),
+                     (self.rank_dir / CONSTRUCT_NAME, compact_dumps(self._construct).encode("utf-8"))]
             self._close_journal()
             helpers = native.helpers()
             if helpers is not None and hasattr(helpers, "write_files"):
@@ -185,11 +185,6 @@ class StepWriter(RankWriter):
         if self._mapped is not None:
             self._mapped.close()
         self._handle.close()
-
-
-def _json_bytes(value: Any) -> bytes:
-    """What ``write_json_atomic(path, value, indent=None)`` writes."""
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
 def _mapped_journal(path: Any, capacity: int, populate: int) -> Optional[Any]:
