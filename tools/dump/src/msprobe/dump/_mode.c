@@ -1,8 +1,8 @@
 /* mode_dispatch: DumpMode.__torch_function__ (msprobe/pytorch/hooks.py) without its Python frame, for the
  * calls that need no Python: a function outside the API list, or any call while the engine is busy, runs
- * as is; while the engine's plain context is set, a call without autograd is record_plain_call's and one
- * with autograd record_grad_call's (when the mode was given the module hooks' state). Every other call
- * goes to the Python method. Torch calls a mode's __torch_function__ a few hundred times a
+ * as is; while the engine's plain context is set (or opened by the window's first recorded call), a call
+ * without autograd is record_plain_call's and one with autograd record_grad_call's (when the mode was
+ * given the module hooks' state). Every other call goes to the Python method. Torch calls a mode's __torch_function__ a few hundred times a
  * step (an optimizer's ops, tensor attribute reads): the frame and its lookups were ~1 us of each.
  *
  * Included by _native.c after _grad_call.c.
@@ -41,11 +41,11 @@ static PyObject *mode_dispatch(PyObject *self, PyObject *const *args, Py_ssize_t
         PyObject *kwargs = call_kwargs != Py_None && PyDict_GET_SIZE(call_kwargs) ? call_kwargs : NULL;
         return PyObject_Call(func, call_args, kwargs);
     }
-    PyObject *plain = PyObject_GetAttr(engine, s_plain);
-    if (plain == NULL) {
+    PyObject *plain = window_context(engine);
+    if (plain == NULL && PyErr_Occurred()) {
         return NULL;
     }
-    if (plain != Py_None) {
+    if (plain != NULL) {
         PyObject *grad = PyObject_CallNoArgs(PyTuple_GET_ITEM(state, 2));
         int enabled = grad == NULL ? -1 : PyObject_IsTrue(grad);
         Py_XDECREF(grad);
@@ -68,6 +68,6 @@ static PyObject *mode_dispatch(PyObject *self, PyObject *const *args, Py_ssize_t
             }
         }
     }
-    Py_DECREF(plain);
+    Py_XDECREF(plain);
     return PyObject_Vectorcall(method, args + 1, nargs - 1, NULL);
 }

@@ -5,7 +5,7 @@
  * those were ~40 calls a module, ~60 us of glue around the C records on the bench model's L0 step.
  *
  * Whatever is not the common case goes to the Python hook whole, before anything is changed: no plain
- * context (the step's first entry is not written yet, a window after stop()), an argument that is a list
+ * context (none possible for the configuration, a window after stop()), an argument that is a list
  * or tuple of tensors or an output that is a list or tuple inside one (Python gates their items), an
  * output of a tuple subclass (named tuples).
  * Both hooks of one module share its `calls` list and the Call objects, so a call the Python pre hook
@@ -39,7 +39,7 @@ enum {
 enum { O_BASE, O_CALLS, O_PYTHON, O_SIZE };
 
 static PyObject *s_grad_fn, *s_backward_hooks, *s_register_hook_dict, *s_register_hook, *s_view_as, *s_sequence_nr,
-    *s_parameters_dict, *s_want_backward, *s_n_args, *s_n_outputs, *s_engine_parameters;
+    *s_parameters_dict, *s_want_backward, *s_n_args, *s_n_outputs, *s_engine_parameters, *s_open_plain;
 
 static int module_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
@@ -47,7 +47,7 @@ static int module_init(void) {
     INTERN(s_register_hook_dict, "_register_hook_dict") INTERN(s_register_hook, "register_hook")
     INTERN(s_view_as, "view_as") INTERN(s_sequence_nr, "_sequence_nr") INTERN(s_parameters_dict, "_parameters")
     INTERN(s_want_backward, "want_backward") INTERN(s_n_args, "n_args") INTERN(s_n_outputs, "n_outputs")
-    INTERN(s_engine_parameters, "parameters")
+    INTERN(s_engine_parameters, "parameters") INTERN(s_open_plain, "open_plain")
 #undef INTERN
     return 0;
 }
@@ -74,6 +74,20 @@ static PyObject *held_context(PyObject *engine) {
         Py_CLEAR(plain);
     }
     return plain;
+}
+
+/* held_context, or at a window's first recorded call the context DumpEngine.open_plain opens then */
+static PyObject *window_context(PyObject *engine) {
+    PyObject *plain = held_context(engine);
+    if (plain != NULL || PyErr_Occurred()) {
+        return plain;
+    }
+    PyObject *opened = PyObject_CallMethodNoArgs(engine, s_open_plain);
+    if (opened == NULL) {
+        return NULL;
+    }
+    Py_DECREF(opened);
+    return held_context(engine);
 }
 
 /* 1 when `value` is a list or tuple (Python's gates walk those), 0 when not */
@@ -325,7 +339,7 @@ static PyObject *module_pre(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (is_busy != 0) {
         return is_busy < 0 ? NULL : new_ref(Py_None);
     }
-    PyObject *plain = held_context(engine);
+    PyObject *plain = window_context(engine);
     if (plain != NULL && gated_inside(call_args, PyTuple_GET_ITEM(plain, P_TENSOR))) {
         Py_CLEAR(plain);
     }

@@ -46,14 +46,18 @@ class StepOutput:
               frames: Optional[List[str]]) -> None:
         """Write one entry (its tensor files queued first: they add ``data_name`` to the records);
         ``rank_dir()`` is asked only when the step's directory is opened."""
-        writer = self._writer
-        if writer is None or writer.closed:  # the step/rank directory appears with its first entry, not before
-            writer = self._open(rank_dir)
+        writer = self.open_writer(rank_dir)
         if self._save_tensors:
             self._queue_files(name, tensors)
         writer.entry(name, entry)
         if frames:
             self._metadata.append(("s", name, frames))
+
+    def open_writer(self, rank_dir: Callable[[], str]) -> RankWriter:
+        """The open step's writer; opened now when there is none (the step/rank directory appears with its
+        first entry, or just before it: ``DumpEngine.open_plain``)."""
+        writer = self._writer
+        return self._open(rank_dir) if writer is None or writer.closed else writer
 
     def journal(self) -> Optional[Tuple[Any, Dict[str, Any], List[Tuple[str, str, Any]]]]:
         """(journal, lines, metadata) of the open step, for entries the C paths write as ``entry``
