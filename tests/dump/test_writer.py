@@ -44,3 +44,20 @@ def test_queued_work_runs_in_order_and_a_failing_file_does_not_stop_the_rest(tmp
     files.drain()
     assert done == ["a.pt", "work", "b.pt"]
     assert "cannot write bad.pt: disk full" in capsys.readouterr().err
+
+
+def test_deferred_work_waits_for_the_next_call_and_keeps_its_place(tmp_path):
+    done = []
+    files = TensorFileWriter(lambda snapshot, path: done.append(path))
+    files.defer(lambda: done.append("metadata"), "metadata")
+    time.sleep(0.1)
+    assert done == [] and files._thread is None  # nothing woken, nothing started
+    files.call(lambda: done.append("finish"), "finish")
+    files.defer(lambda: done.append("release"), "release")
+    files.put("a", "a.pt")
+    files.defer(lambda: done.append("last"), "last")
+    files.drain()  # runs what was deferred too
+    assert done == ["metadata", "finish", "release", "a.pt", "last"]
+    files.defer(lambda: done.append("after"), "after")
+    files.drain()
+    assert done[-1] == "after" and files._queued == files._done  # (the two drain markers counted too)

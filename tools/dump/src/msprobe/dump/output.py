@@ -2,8 +2,9 @@
 construct/stack metadata, written through one background writer thread.
 
 The engine decides what is recorded; this writes it. An entry's journal record is on the kernel's side when
-``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``stop()``
-and ``step()``; the three JSON files of a step are written from memory, off the hot path."""
+``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``step()``
+(what ``stop()`` gathered goes with it); the three JSON files of a step are written from memory, off the
+hot path."""
 from __future__ import annotations
 
 import functools
@@ -82,8 +83,8 @@ class StepOutput:
         if writer is None or writer.closed:
             return
         items, self._metadata = self._metadata, []
-        if items:
-            self._file_writer().call(functools.partial(_write_metadata, writer, items), "metadata")
+        if items:  # (stop(): deferred to step()'s call, which wakes the writer thread once for both)
+            self._file_writer().defer(functools.partial(_write_metadata, writer, items), "metadata")
         if final:
             self._journal_expected = writer.size() * 5 // 4  # (its metadata comes on top)
             self._journal_capacity = max(1 << 18, self._journal_expected)
@@ -93,7 +94,8 @@ class StepOutput:
             writer.flush()
 
     def drop(self, garbage: List[Any]) -> None:
-        """Free ``garbage`` on the writer thread (after the work queued before it), off the hook thread."""
+        """Free ``garbage`` on the writer thread (after the work queued before it, when it next wakes), off
+        the hook thread."""
         self._file_writer().release(garbage)
 
     def wait(self) -> None:
@@ -109,7 +111,7 @@ class StepOutput:
         """Open ``rank_dir``'s writer on the background thread, for a step that will record (``ahead.py``)."""
         self.drop_ahead()
         self._ahead = ahead = OpenedAhead(rank_dir, self._new_writer)
-        self._file_writer().call(ahead.run, "open " + rank_dir)
+        self._file_writer().defer(ahead.run, "open " + rank_dir)  # (step() then calls the finish: one wake)
 
     def drop_ahead(self) -> None:
         """Remove a writer opened ahead and not used (on the background thread, after it was opened)."""

@@ -29,6 +29,7 @@ class TensorFileWriter:
         self._recent: Dict[int, Tuple[Any, str]] = {}
         self._queued = 0  # by the hook threads
         self._done = 0  # by the writer thread only
+        self._deferred: List[Tuple[Any, str]] = []
 
     def put(self, snapshot: Any, path: str) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -36,8 +37,20 @@ class TensorFileWriter:
             self._thread.start()
         while self._queued - self._done > _BACKLOG and self._thread.is_alive():
             time.sleep(0.001)
+        if self._deferred:
+            deferred, self._deferred = self._deferred, []
+            self._queued += len(deferred)
+            for item in deferred:
+                self._queue.put(item)
         self._queued += 1
         self._queue.put((snapshot, path))
+
+    def defer(self, work: Callable[[], Any], what: str) -> None:
+        """``call(work)`` without waking the writer thread: queued with the next ``put``, ``call`` or
+        ``drain``, in order. Waking it costs the hook thread a system call (~10 us here, more under a
+        hypervisor) and then the GIL whenever the writer wants it; a step that woke it at ``stop()`` and
+        again at ``step()`` now wakes it once."""
+        self._deferred.append((work, what))
 
     def call(self, work: Callable[[], Any], what: str) -> None:
         """Run ``work()`` on the writer thread after everything queued before it."""
@@ -47,7 +60,7 @@ class TensorFileWriter:
         """Free ``garbage`` (what a closed window's caches held) on the writer thread, after the files queued
         before it, and the snapshots kept for hard links with it: a window's snapshots are not handed again
         once its caches are emptied."""
-        self.call(functools.partial(self._release, garbage), "release")
+        self.defer(functools.partial(self._release, garbage), "release")
 
     def _release(self, garbage: List[Any]) -> None:
         garbage.clear()
@@ -83,7 +96,7 @@ class TensorFileWriter:
 
     def drain(self) -> None:
         """Block until every queued file is on disk (end of a step, stop, exit)."""
-        if self._thread is None or not self._thread.is_alive():
+        if not self._deferred and (self._thread is None or not self._thread.is_alive()):
             return
         if threading.current_thread() is self._thread:
             return  # work queued by the writer itself runs after it anyway
