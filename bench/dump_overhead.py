@@ -129,6 +129,8 @@ def worker(label: str, steps: int, work: Path) -> dict:
 def run_worker(python: str, label: str, steps: int, timeout: int):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
+    if python == sys.executable:  # ours: this checkout's sources, never an older installed copy
+        env["PYTHONPATH"] = os.pathsep.join(str(REPO / part / "src") for part in ("shared", "tools/dump"))
     try:
         done = subprocess.run([python, __file__, "--worker", label, "--steps", str(steps)], capture_output=True,
                               text=True, timeout=timeout, env=env)
