@@ -151,3 +151,33 @@ def test_the_c_hooks_leave_the_python_hooks_files(tmp_path, level, monkeypatch):
     # the step's journal, DumpEngine.open_plain)
     assert python_calls == {"pre": 28, "post": 26}
     assert compiled_calls == {"pre": 2 * 2, "post": 2 * 2}
+
+
+class Repeated(nn.Module):
+    """A child under a non-ASCII name, called twelve times a step (two-digit call indexes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_module("écho", nn.Linear(4, 4))
+
+    def forward(self, x):
+        for _ in range(12):
+            x = getattr(self, "écho")(x).tanh()
+        return x
+
+
+@pytest.mark.parametrize("level", ["L0", "mix"])
+def test_the_c_hooks_name_calls_as_the_python_hooks_do(tmp_path, level, monkeypatch):
+    """Entry names are built in C without PyUnicode_FromFormat (``indexed_name``): ASCII directly, anything
+    else through the format; both as Python names them."""
+    runs = {}
+    for use_c in (True, False):
+        monkeypatch.undo()
+        if not use_c:
+            monkeypatch.setattr(hooks.Hooks, "_compiled_state", lambda self: None)
+        out = tmp_path / str(use_c)
+        sgd_steps(Repeated, (3, 4), _loss, PrecisionDebugger(task="statistics", dump_path=str(out), level=level))
+        runs[use_c] = step_files(out)
+    assert runs[True] == runs[False]
+    dump = runs[True][(1, "dump.json")].decode()
+    assert "Module.écho.Linear.forward.11" in dump and "Module.écho.Linear.backward.10" in dump

@@ -251,7 +251,15 @@ static int param_gradient_here(PyObject *const *args) {
         return found;
     }
     PyObject *const *context = &PyTuple_GET_ITEM(plain, 0);
-    PyObject *entry = Py_BuildValue("{O[O]}", args[4], record), *tensors = PyList_New(0);
+    PyObject *records = PyList_New(1), *entry = records == NULL ? NULL : PyDict_New(), *tensors = PyList_New(0);
+    if (records != NULL) {
+        Py_INCREF(record);
+        PyList_SET_ITEM(records, 0, record);
+    }
+    if (entry != NULL && PyDict_SetItem(entry, args[4], records) < 0) {
+        Py_CLEAR(entry);
+    }
+    Py_XDECREF(records);
     int failed = entry == NULL || tensors == NULL || add_entry(context, args[2], entry, tensors, 0) < 0;
     Py_DECREF(record);
     Py_XDECREF(entry);

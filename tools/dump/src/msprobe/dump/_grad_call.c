@@ -27,7 +27,7 @@ static PyObject *begin_api_call(PyObject *const *shared, PyObject *const *contex
     }
     Py_ssize_t cut = PyUnicode_GET_LENGTH(forward) - 7; /* "….forward" -> "….backward" */
     PyObject *stem = PyUnicode_Substring(forward, 0, cut);
-    PyObject *backward = stem == NULL ? NULL : PyUnicode_FromFormat("%Ubackward", stem);
+    PyObject *backward = stem == NULL ? NULL : PyUnicode_Concat(stem, k_backward_tail);
     PyObject *modules = context[P_MODULES];
     PyObject *parent = modules != Py_None && PyList_GET_SIZE(modules) ?
         PyList_GET_ITEM(modules, PyList_GET_SIZE(modules) - 1) : Py_None;

@@ -158,7 +158,8 @@ static int hook_new_tensor(PyObject *const *shared, PyObject *tensor, PyObject *
 
 /* The gradient hook of (call, side, (index,)): functools.partial(gates._HOOK, engine, call, side, path) */
 static PyObject *gradient_hook(PyObject *const *shared, PyObject *call, PyObject *side, Py_ssize_t index) {
-    PyObject *path = Py_BuildValue("(n)", index);
+    PyObject *number = PyLong_FromSsize_t(index), *path = number == NULL ? NULL : PyTuple_Pack(1, number);
+    Py_XDECREF(number);
     if (path == NULL) {
         return NULL;
     }
@@ -253,8 +254,8 @@ static PyObject *begin_call(PyObject *const *shared, PyObject *const *context, P
     Py_DECREF(next);
     Py_ssize_t open = PyList_GET_SIZE(modules);
     PyObject *parent = open ? PyList_GET_ITEM(modules, open - 1) : Py_None;
-    PyObject *forward = PyUnicode_FromFormat("%U.forward.%zd", base, index);
-    PyObject *backward = forward == NULL ? NULL : PyUnicode_FromFormat("%U.backward.%zd", base, index);
+    PyObject *forward = indexed_name(base, ".forward.", index, "");
+    PyObject *backward = forward == NULL ? NULL : indexed_name(base, ".backward.", index, "");
     PyObject *call = backward == NULL ? NULL : new_call(shared, forward, backward, parent);
     int failed = call == NULL || PyList_Append(modules, call) < 0 || construct_under(context, forward, parent) < 0 ||
                  walk_inputs(shared, context, call, args, kwargs) < 0;
