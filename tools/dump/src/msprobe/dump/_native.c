@@ -10,7 +10,7 @@
  * of a call or module recorded in Python; record_gradient and record_param_gradient (_backward.c) are
  * the gradient hooks of a recorded call and of a parameter; module_pre and module_post (_module.c) a
  * module's forward hooks with its gates; record_grad_call (_grad_call.c) an API call made with autograd,
- * which mode_dispatch (_mode.c) routes there.
+ * which mode_dispatch (_mode.c) routes there. Call (_calltype.c) is msprobe.dump.calls.Call in C.
  *
  * Built on first use by msprobe/dump/native.py (no build step at install time); without a C compiler
  * the Python paths are used instead.
@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -547,6 +548,7 @@ static void int_reduce(const char *data, int kind, Py_ssize_t dims, const Py_ssi
     }
 }
 
+#include "_calltype.c"
 #include "_record.c"
 #include "_walk.c"
 #include "_journal.c"
@@ -641,7 +643,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
     PyObject *created = PyModule_Create(&module);
-    if (created != NULL && (journal_init(created) < 0 ||
+    if (created != NULL && (journal_init(created) < 0 || call_type_init(created) < 0 ||
                             PyModule_AddIntConstant(created, "has_fast_crc32", use_clmul) < 0 ||
                             PyModule_AddIntConstant(created, "has_avx2", use_avx2) < 0 ||
                             PyModule_AddIntConstant(created, "INT_KIND_BASE", INT_KIND_BASE) < 0)) {

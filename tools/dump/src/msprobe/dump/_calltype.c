@@ -1,0 +1,135 @@
+/* Call: msprobe.dump.calls.Call as a C type, the same attributes with the same defaults. A dumped step
+ * makes one for every module call and every API call with autograd; the Python class's __init__ (a
+ * frame, thirteen attribute stores, two lists) was ~1.5 us of each, this is ~0.2 us. Python code reads
+ * and writes its attributes as it did (any object in each: member descriptors).
+ *
+ * Included by _native.c before _call.c.
+ */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *forward, *backward, *want_forward, *want_backward, *inputs, *tensors, *parent, *grad_in, *grad_out,
+        *expect_in, *expect_out, *got_in, *got_out, *generation, *n_outputs, *n_args, *emitted;
+} CallObject;
+
+#define CALL_MEMBER(name) {#name, T_OBJECT_EX, offsetof(CallObject, name), 0, NULL}
+static PyMemberDef call_members[] = {
+    CALL_MEMBER(forward), CALL_MEMBER(backward), CALL_MEMBER(want_forward), CALL_MEMBER(want_backward),
+    CALL_MEMBER(inputs), CALL_MEMBER(tensors), CALL_MEMBER(parent), CALL_MEMBER(grad_in), CALL_MEMBER(grad_out),
+    CALL_MEMBER(expect_in), CALL_MEMBER(expect_out), CALL_MEMBER(got_in), CALL_MEMBER(got_out),
+    CALL_MEMBER(generation), CALL_MEMBER(n_outputs), CALL_MEMBER(n_args), CALL_MEMBER(emitted),
+    {NULL, 0, 0, 0, NULL},
+};
+#undef CALL_MEMBER
+
+#define CALL_FIELDS 17 /* the members above, in order: CallObject's pointers after the header */
+
+static PyObject **call_fields(CallObject *call) {
+    return &call->forward;
+}
+
+static int call_traverse(CallObject *call, visitproc visit, void *arg) {
+    PyObject **fields = call_fields(call);
+    for (int i = 0; i < CALL_FIELDS; i++) {
+        Py_VISIT(fields[i]);
+    }
+    return 0;
+}
+
+static int call_clear(CallObject *call) {
+    PyObject **fields = call_fields(call);
+    for (int i = 0; i < CALL_FIELDS; i++) {
+        Py_CLEAR(fields[i]);
+    }
+    return 0;
+}
+
+static void call_dealloc(CallObject *call) {
+    PyObject_GC_UnTrack(call);
+    call_clear(call);
+    Py_TYPE(call)->tp_free((PyObject *)call);
+}
+
+static PyTypeObject CallType;
+static PyObject *zero;
+
+/* Call(forward, backward, want_forward, want_backward, parent, generation) */
+static PyObject *call_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 6 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Call(forward, backward, want_forward, want_backward, parent, generation)");
+        return NULL;
+    }
+    CallObject *call = PyObject_GC_New(CallObject, (PyTypeObject *)type);
+    if (call == NULL) {
+        return NULL;
+    }
+    PyObject *given[6] = {args[0], args[1], args[2], args[3], args[4], args[5]};
+    call->forward = given[0];
+    call->backward = given[1];
+    call->want_forward = given[2];
+    call->want_backward = given[3];
+    call->parent = given[4];
+    call->generation = given[5];
+    for (int i = 0; i < 6; i++) {
+        Py_INCREF(given[i]);
+    }
+    call->inputs = Py_None;
+    Py_INCREF(Py_None);
+    call->emitted = Py_False;
+    Py_INCREF(Py_False);
+    PyObject **counts[6] = {&call->expect_in, &call->expect_out, &call->got_in, &call->got_out, &call->n_outputs,
+                            &call->n_args};
+    for (int i = 0; i < 6; i++) {
+        *counts[i] = zero;
+        Py_INCREF(zero);
+    }
+    call->tensors = PyList_New(0);
+    call->grad_in = PyList_New(0);
+    call->grad_out = PyList_New(0);
+    PyObject_GC_Track(call);
+    if (call->tensors == NULL || call->grad_in == NULL || call->grad_out == NULL) {
+        Py_DECREF(call);
+        return NULL;
+    }
+    return (PyObject *)call;
+}
+
+static PyObject *call_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (!PyTuple_Check(args)) {
+        PyErr_BadInternalCall();
+        return NULL;
+    }
+    Py_ssize_t nkw = kwargs == NULL ? 0 : PyDict_GET_SIZE(kwargs);
+    if (nkw != 0) {
+        PyErr_SetString(PyExc_TypeError, "Call() takes positional arguments only");
+        return NULL;
+    }
+    return call_vectorcall((PyObject *)type, &PyTuple_GET_ITEM(args, 0), (size_t)PyTuple_GET_SIZE(args), NULL);
+}
+
+static PyTypeObject CallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "msprobe.dump.calls.Call",
+    .tp_doc = "One recorded API or module call; keeps what its backward entry needs.",
+    .tp_basicsize = sizeof(CallObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)call_traverse,
+    .tp_clear = (inquiry)call_clear,
+    .tp_dealloc = (destructor)call_dealloc,
+    .tp_members = call_members,
+    .tp_new = call_new,
+    .tp_vectorcall = call_vectorcall,
+};
+
+static int call_type_init(PyObject *module) {
+    if ((zero = PyLong_FromLong(0)) == NULL || PyType_Ready(&CallType) < 0) {
+        return -1;
+    }
+    Py_INCREF(&CallType);
+    if (PyModule_AddObject(module, "Call", (PyObject *)&CallType) < 0) {
+        Py_DECREF(&CallType);
+        return -1;
+    }
+    return 0;
+}
