@@ -130,7 +130,8 @@ static int set_size(PyObject *object, PyObject *name, Py_ssize_t size) {
     return failed ? -1 : 0;
 }
 
-/* gates._hook_new_tensor: `hook` on a tensor an op made just now, in its own hook dict when it has none */
+/* gates._hook_new_tensor: `hook` on a tensor an op made just now, in its own hook dict when it has none,
+ * beside the others under its own key when it has one */
 static int hook_new_tensor(PyObject *const *shared, PyObject *tensor, PyObject *hook) {
     PyObject *grad_fn = PyObject_GetAttr(tensor, s_grad_fn);
     PyObject *hooks = grad_fn == NULL ? NULL : PyObject_GetAttr(tensor, s_backward_hooks);
@@ -139,10 +140,12 @@ static int hook_new_tensor(PyObject *const *shared, PyObject *tensor, PyObject *
         return -1;
     }
     int failed;
-    if (grad_fn == Py_None || hooks != Py_None) {
+    if (grad_fn == Py_None) {
         PyObject *handle = PyObject_CallMethodOneArg(tensor, s_register_hook, hook);
         failed = handle == NULL;
         Py_XDECREF(handle);
+    } else if (hooks != Py_None) { /* beside the hooks there (a child module's on the same output) */
+        failed = PyObject_SetItem(hooks, hook, hook) < 0;
     } else {
         PyObject *fresh = PyObject_CallNoArgs(shared[M_HOOK_DICT]), *attached = NULL;
         failed = fresh == NULL || PyObject_SetAttr(tensor, s_backward_hooks, fresh) < 0 ||

@@ -111,10 +111,16 @@ def hook_parts() -> Optional[Tuple[Any, ...]]:
 def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
     """``tensor.register_hook(hook)`` for a tensor an op made just now (a gate's view, a call's output):
     what register_hook does, less its handle object (nobody removes these hooks: the tensor dies with the
-    step's graph, or outlives it with a hook that ignores other steps) and its per-call import."""
+    step's graph, or outlives it with a hook that ignores other steps) and its per-call import. A tensor
+    with a hook dict already (a module's output that is also its last child's) gets this one added under
+    the hook itself, after the others, as register_hook adds it under a handle id."""
     grad_fn = tensor.grad_fn
-    if grad_fn is None or tensor._backward_hooks is not None:
+    if grad_fn is None:
         tensor.register_hook(hook)
+        return
+    hooks = tensor._backward_hooks
+    if hooks is not None:
+        hooks[hook] = hook
         return
     hooks = tensor._backward_hooks = OrderedDict()
     grad_fn._register_hook_dict(tensor)
