@@ -74,18 +74,28 @@ static int encode_string(JsonBuffer *buffer, PyObject *text) {
     return 0;
 }
 
-/* repr()'s digits for a double in [1e-5, 1e16) without its bignum arithmetic (~15x faster): with
+/* repr()'s digits for a double in [1e-15, 1e16) without its bignum arithmetic (~15x faster): with
  * x = m * 2^e and k chosen so that x * 10^k has 17 digits, the doubles' rounding interval around x,
- * times 10^k, is exact in 128-bit integers; the shortest multiple of a power of ten inside it, nearest
- * to x, is what repr prints. Answers 0 (the caller then asks PyOS_double_to_string) outside that range,
- * without 128-bit integers, or where repr's choice rests on a tie: a candidate on the interval's edge
- * or halfway between two candidates. */
+ * times 10^k, is exact in 128-bit integers (as 4m * 5^k / 2^(shift - k): 5^31 and 55-bit mantissas fit
+ * in 127 bits); the shortest multiple of a power of ten inside it, nearest to x, is what repr prints.
+ * Answers 0 (the caller then asks PyOS_double_to_string) outside that range, without 128-bit integers,
+ * or where repr's choice rests on a tie: a candidate on the interval's edge or halfway between two
+ * candidates. (Gradient statistics are often below 1e-5: their Means, their Min/Max near zero.) */
 #ifdef __SIZEOF_INT128__
 typedef unsigned __int128 u128;
 
+#define POW5_MOST 31
+
 static int short_digits(double value, char *out) {
-    if (!(value >= 1e-5 && value < 1e16)) {
+    if (!(value >= 1e-15 && value < 1e16)) {
         return 0;
+    }
+    static u128 pow5[POW5_MOST + 1];
+    if (pow5[0] == 0) {
+        u128 power = 1;
+        for (int i = 0; i <= POW5_MOST; i++, power *= 5) {
+            pow5[i] = power;
+        }
     }
     static const uint64_t pow10[18] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
         10000000ull, 100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
@@ -95,16 +105,18 @@ static int short_digits(double value, char *out) {
     memcpy(&bits, &value, sizeof bits);
     int biased = (int)((bits >> 52) & 0x7ff);
     uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
-    int shift = 2 - (biased - 1075); /* x = 4m / 2^shift; 1 <= shift <= 71 in this range */
+    int exponent = 2 - (biased - 1075); /* x = 4m / 2^exponent; 1 <= exponent <= 104 in this range */
     /* floor(log10(x)) from the binary exponent (log10(2) = 0.30103): at most one off, corrected below */
     int k = 16 - (int)floor((biased - 1023) * 0.30102999566398120);
     u128 scale = 0, x4 = 0;
     uint64_t whole = 0;
+    int shift = 0; /* x * 10^k = 4m * 5^k / 2^shift */
     for (int tries = 0; tries < 3; tries++) {
-        if (k < 0 || k > 21) {
+        shift = exponent - k;
+        if (k < 0 || k > POW5_MOST || shift < 0 || shift > 120) {
             return 0;
         }
-        scale = k <= 17 ? (u128)pow10[k] : (u128)pow10[17] * pow10[k - 17];
+        scale = pow5[k];
         x4 = (u128)(4 * m) * scale;
         whole = (uint64_t)(x4 >> shift);
         if (whole < pow10[16]) {
@@ -182,7 +194,11 @@ static int short_digits(double value, char *out) {
                 memcpy(at, text + 1, (size_t)(count - 1));
                 at += count - 1;
             }
-            at += sprintf(at, "e-%02d", 1 - point);
+            int power = 1 - point; /* (5 to 16 here) */
+            *at++ = 'e';
+            *at++ = '-';
+            *at++ = (char)('0' + power / 10);
+            *at++ = (char)('0' + power % 10);
         } else if (point <= 0) {
             *at++ = '0';
             *at++ = '.';
