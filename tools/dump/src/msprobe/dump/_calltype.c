@@ -122,14 +122,19 @@ static PyTypeObject CallType = {
     .tp_vectorcall = call_vectorcall,
 };
 
-static int call_type_init(PyObject *module) {
-    if ((zero = PyLong_FromLong(0)) == NULL || PyType_Ready(&CallType) < 0) {
+/* `type` readied and added to `module` as `name` (the module's types: Call, MappedJournal) */
+static int add_type(PyObject *module, PyTypeObject *type, const char *name) {
+    if (PyType_Ready(type) < 0) {
         return -1;
     }
-    Py_INCREF(&CallType);
-    if (PyModule_AddObject(module, "Call", (PyObject *)&CallType) < 0) {
-        Py_DECREF(&CallType);
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
         return -1;
     }
     return 0;
+}
+
+static int call_type_init(PyObject *module) {
+    return (zero = PyLong_FromLong(0)) == NULL ? -1 : add_type(module, &CallType, "Call");
 }

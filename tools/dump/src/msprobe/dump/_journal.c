@@ -14,8 +14,8 @@
  * appends are dropped (a forked worker is not the rank being recorded) and its close() leaves the file
  * alone.
  *
- * Included by _native.c. Linux only (posix_fallocate, mremap): elsewhere the module has no MappedJournal
- * and journals are written with write().
+ * Included by _native.c after _calltype.c (add_type). Linux only (posix_fallocate, mremap): elsewhere the
+ * module has no MappedJournal and journals are written with write().
  */
 #ifdef __linux__
 #include <fcntl.h>
@@ -260,15 +260,10 @@ static MappedJournal *mapped_journal(PyObject *object) {
 }
 
 static int journal_init(PyObject *module) {
-    if (pthread_atfork(NULL, NULL, journal_forked) != 0 || PyType_Ready(&MappedJournalType) < 0) {
+    if (pthread_atfork(NULL, NULL, journal_forked) != 0) {
         return -1;
     }
-    Py_INCREF(&MappedJournalType);
-    if (PyModule_AddObject(module, "MappedJournal", (PyObject *)&MappedJournalType) < 0) {
-        Py_DECREF(&MappedJournalType);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &MappedJournalType, "MappedJournal");
 }
 #else
 typedef struct MappedJournal MappedJournal;
