@@ -61,3 +61,26 @@ def test_deferred_work_waits_for_the_next_call_and_keeps_its_place(tmp_path):
     files.defer(lambda: done.append("after"), "after")
     files.drain()
     assert done[-1] == "after" and files._queued == files._done  # (the two drain markers counted too)
+
+
+def test_deferred_work_stays_ahead_of_the_next_call_while_other_threads_queue_files():
+    done = []
+    files = TensorFileWriter(lambda snapshot, path: done.append(path))
+    stop = threading.Event()
+
+    def spam(name):
+        while not stop.is_set():
+            files.put(None, name)
+            time.sleep(0)
+    threads = [threading.Thread(target=spam, args=(f"t{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for i in range(300):
+        files.defer(lambda i=i: done.append(("metadata", i)), "metadata")
+        files.call(lambda i=i: done.append(("finish", i)), "finish")
+    stop.set()
+    for thread in threads:
+        thread.join()
+    files.drain()
+    ours = [item for item in done if isinstance(item, tuple)]
+    assert ours == [(kind, i) for i in range(300) for kind in ("metadata", "finish")]

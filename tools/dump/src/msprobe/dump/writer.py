@@ -30,6 +30,7 @@ class TensorFileWriter:
         self._queued = 0  # by the hook threads
         self._done = 0  # by the writer thread only
         self._deferred: List[Tuple[Any, str]] = []
+        self._queueing = threading.Lock()  # tensor files come from autograd's device threads too
 
     def put(self, snapshot: Any, path: str) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -37,20 +38,20 @@ class TensorFileWriter:
             self._thread.start()
         while self._queued - self._done > _BACKLOG and self._thread.is_alive():
             time.sleep(0.001)
-        if self._deferred:
+        with self._queueing:  # what was deferred goes first, whichever thread queues next
             deferred, self._deferred = self._deferred, []
-            self._queued += len(deferred)
+            self._queued += len(deferred) + 1
             for item in deferred:
                 self._queue.put(item)
-        self._queued += 1
-        self._queue.put((snapshot, path))
+            self._queue.put((snapshot, path))
 
     def defer(self, work: Callable[[], Any], what: str) -> None:
         """``call(work)`` without waking the writer thread: queued with the next ``put``, ``call`` or
         ``drain``, in order. Waking it costs the hook thread a system call (~10 us here, more under a
         hypervisor) and then the GIL whenever the writer wants it; a step that woke it at ``stop()`` and
         again at ``step()`` now wakes it once."""
-        self._deferred.append((work, what))
+        with self._queueing:
+            self._deferred.append((work, what))
 
     def call(self, work: Callable[[], Any], what: str) -> None:
         """Run ``work()`` on the writer thread after everything queued before it."""
