@@ -33,8 +33,8 @@ static int same_attribute(PyObject *a, PyObject *b, PyObject *name) {
     return same;
 }
 
-static Py_ssize_t attribute_size(PyObject *object, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(object, name);
+static Py_ssize_t attribute_size(PyObject *call, PyObject *name) {
+    PyObject *value = call_get(call, name);
     Py_ssize_t size = value == NULL ? -1 : PyLong_AsSsize_t(value);
     Py_XDECREF(value);
     return size;
@@ -42,7 +42,7 @@ static Py_ssize_t attribute_size(PyObject *object, PyObject *name) {
 
 /* call.grad_in / grad_out [index] = record, the list grown with None */
 static int place_record(PyObject *call, PyObject *slots_name, Py_ssize_t index, PyObject *record) {
-    PyObject *slots = PyObject_GetAttr(call, slots_name);
+    PyObject *slots = call_get(call, slots_name);
     if (slots == NULL || !PyList_Check(slots)) {
         if (slots != NULL) {
             PyErr_SetString(PyExc_TypeError, "record_gradient: a call's gradient slots must be a list");
@@ -66,7 +66,7 @@ static int place_record(PyObject *call, PyObject *slots_name, Py_ssize_t index, 
 static int count_gradient(PyObject *call, int input_side) {
     Py_ssize_t got = attribute_size(call, input_side ? s_got_out : s_got_in);
     PyObject *next = got < 0 ? NULL : PyLong_FromSsize_t(got + 1);
-    if (next == NULL || PyObject_SetAttr(call, input_side ? s_got_out : s_got_in, next) < 0) {
+    if (next == NULL || call_set(call, input_side ? s_got_out : s_got_in, next) < 0) {
         Py_XDECREF(next);
         return -1;
     }
@@ -81,7 +81,7 @@ static int count_gradient(PyObject *call, int input_side) {
 
 /* _emit_backward: the call's backward entry, into the journal */
 static int emit_backward(PyObject *const *context, PyObject *engine, PyObject *call) {
-    if (PyObject_SetAttr(call, s_emitted, Py_True) < 0) {
+    if (call_set(call, s_emitted, Py_True) < 0) {
         return -1;
     }
     PyObject *open = PyObject_GetAttr(engine, s_open_backward), *id = PyLong_FromVoidPtr(call);
@@ -92,13 +92,13 @@ static int emit_backward(PyObject *const *context, PyObject *engine, PyObject *c
     if (failed) {
         return -1;
     }
-    PyObject *grad_in = PyObject_GetAttr(call, s_grad_in), *grad_out = PyObject_GetAttr(call, s_grad_out);
-    PyObject *name = PyObject_GetAttr(call, s_backward), *tensors = PyObject_GetAttr(call, s_tensors_attr);
+    PyObject *grad_in = call_get(call, s_grad_in), *grad_out = call_get(call, s_grad_out);
+    PyObject *name = call_get(call, s_backward), *tensors = call_get(call, s_tensors_attr);
     PyObject *entry = PyDict_New(), *fresh = PyList_New(0);
     failed = grad_in == NULL || grad_out == NULL || name == NULL || tensors == NULL || entry == NULL ||
              fresh == NULL || !PyUnicode_Check(name) || !PyList_Check(tensors) ||
              PyDict_SetItem(entry, k_input, grad_in) < 0 || PyDict_SetItem(entry, k_output, grad_out) < 0 ||
-             add_entry(context, name, entry, tensors, 0) < 0 || PyObject_SetAttr(call, s_tensors_attr, fresh) < 0;
+             add_entry(context, name, entry, tensors, 0) < 0 || call_set(call, s_tensors_attr, fresh) < 0;
     Py_XDECREF(grad_in);
     Py_XDECREF(grad_out);
     Py_XDECREF(name);
@@ -137,7 +137,7 @@ static int record_here(PyObject *engine, PyObject *call, PyObject *side, PyObjec
     if (current <= 0) {
         return current < 0 ? -1 : 1; /* a gradient of another step's call: ignored, as in Python */
     }
-    PyObject *emitted = PyObject_GetAttr(call, s_emitted);
+    PyObject *emitted = call_get(call, s_emitted);
     int done = emitted == NULL ? -1 : PyObject_IsTrue(emitted);
     Py_XDECREF(emitted);
     if (done != 0) {

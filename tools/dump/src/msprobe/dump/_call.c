@@ -142,7 +142,7 @@ static int append_pair(PyObject *list, PyObject *kind, PyObject *name, PyObject 
 
 /* mix: the construct record of entry `name` under the module call `owner` (a Call, or None: at the top) */
 static int construct_under(PyObject *const *context, PyObject *name, PyObject *owner) {
-    PyObject *parent = owner == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(owner, s_forward);
+    PyObject *parent = owner == Py_None ? (Py_INCREF(Py_None), Py_None) : call_get(owner, s_forward);
     if (parent == NULL) {
         return -1;
     }
@@ -284,14 +284,14 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     PyObject *engine = context[P_ENGINE], *call = args[1];
-    PyObject *wanted = PyObject_GetAttr(call, s_want_forward);
+    PyObject *wanted = call_get(call, s_want_forward);
     int want = wanted == NULL ? -1 : PyObject_IsTrue(wanted);
     Py_XDECREF(wanted);
     if (want <= 0) {
         return want < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
     }
-    PyObject *entry = PyObject_GetAttr(call, s_inputs), *tensors = PyObject_GetAttr(call, s_tensors_attr);
-    PyObject *name = PyObject_GetAttr(call, s_forward), *encoded = NULL, *fresh = NULL;
+    PyObject *entry = call_get(call, s_inputs), *tensors = call_get(call, s_tensors_attr);
+    PyObject *name = call_get(call, s_forward), *encoded = NULL, *fresh = NULL;
     int failed = entry == NULL || tensors == NULL || name == NULL || !PyList_Check(tensors) || !PyUnicode_Check(name) ||
                  set_busy(engine, Py_True) < 0;
     if (!failed && entry == Py_None) { /* inputs not recorded (a filter): an empty record of them */
@@ -300,7 +300,7 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         failed = entry == NULL;
     }
     if (!failed) {
-        failed = !PyDict_Check(entry) || PyObject_SetAttr(call, s_inputs, Py_None) < 0;
+        failed = !PyDict_Check(entry) || call_set(call, s_inputs, Py_None) < 0;
     }
     if (!failed) {
         PyObject *walk_out[5] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args[2], tensors};
@@ -313,14 +313,14 @@ static PyObject *finish_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_XDECREF(records);
     }
     if (!failed && nargs == 3 && context[P_MODULES] != Py_None) { /* mix: under the module call it was made in */
-        PyObject *parent = PyObject_GetAttr(call, s_parent);
+        PyObject *parent = call_get(call, s_parent);
         failed = parent == NULL || construct_under(context, name, parent) < 0;
         Py_XDECREF(parent);
     }
     if (!failed) {
         fresh = PyList_New(0);
         failed = fresh == NULL || add_entry(context, name, entry, tensors, 1) < 0 ||
-                 PyObject_SetAttr(call, s_tensors_attr, fresh) < 0;
+                 call_set(call, s_tensors_attr, fresh) < 0;
     }
     if (failed && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_TypeError,

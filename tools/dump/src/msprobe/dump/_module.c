@@ -123,9 +123,9 @@ static int set_grad_mode(PyObject *const *shared, int on) {
     return done == NULL ? -1 : 0;
 }
 
-static int set_size(PyObject *object, PyObject *name, Py_ssize_t size) {
+static int set_size(PyObject *call, PyObject *name, Py_ssize_t size) {
     PyObject *value = PyLong_FromSsize_t(size);
-    int failed = value == NULL || PyObject_SetAttr(object, name, value) < 0;
+    int failed = value == NULL || call_set(call, name, value) < 0;
     Py_XDECREF(value);
     return failed ? -1 : 0;
 }
@@ -223,13 +223,13 @@ static PyObject *new_call(PyObject *const *shared, PyObject *forward, PyObject *
 /* DumpEngine.api_inputs: call.inputs = the walk of its arguments, the engine busy meanwhile */
 static int walk_inputs(PyObject *const *shared, PyObject *const *context, PyObject *call, PyObject *args,
                        PyObject *kwargs) {
-    PyObject *tensors = PyObject_GetAttr(call, s_tensors_attr), *inputs = NULL;
+    PyObject *tensors = call_get(call, s_tensors_attr), *inputs = NULL;
     int failed = tensors == NULL || set_busy(shared[M_ENGINE], Py_True) < 0;
     if (!failed) {
         PyObject *walk_in[6] = {context[P_WHOLE], context[P_TENSOR], context[P_SLOW], args,
                                 kwargs == NULL ? Py_None : kwargs, tensors};
         inputs = encode_args(NULL, walk_in, 6);
-        failed = busy_off(shared[M_ENGINE]) < 0 || inputs == NULL || PyObject_SetAttr(call, s_inputs, inputs) < 0;
+        failed = busy_off(shared[M_ENGINE]) < 0 || inputs == NULL || call_set(call, s_inputs, inputs) < 0;
     }
     Py_XDECREF(tensors);
     Py_XDECREF(inputs);
@@ -472,7 +472,7 @@ static PyObject *hook_outputs(PyObject *const *shared, PyObject *tensor_type, Py
  * construct record where modules are recorded */
 static int expect_backward(PyObject *const *shared, PyObject *const *context, PyObject *call, Py_ssize_t n_outputs,
                            Py_ssize_t hooked) {
-    PyObject *n_args = PyObject_GetAttr(call, s_n_args);
+    PyObject *n_args = call_get(call, s_n_args);
     Py_ssize_t args = n_args == NULL ? -1 : PyLong_AsSsize_t(n_args);
     Py_XDECREF(n_args);
     if (args < 0) {
@@ -486,13 +486,13 @@ static int expect_backward(PyObject *const *shared, PyObject *const *context, Py
         PyList_SET_ITEM(grad_out, i, new_ref(Py_None));
     }
     PyObject *open = PyObject_GetAttr(shared[M_ENGINE], s_open_backward), *id = PyLong_FromVoidPtr(call);
-    PyObject *parent = PyObject_GetAttr(call, s_parent), *name = PyObject_GetAttr(call, s_backward);
+    PyObject *parent = call_get(call, s_parent), *name = call_get(call, s_backward);
     PyObject *parent_name = parent == NULL ? NULL : parent == Py_None ? new_ref(Py_None) :
-        PyObject_GetAttr(parent, s_backward);
+        call_get(parent, s_backward);
     int failed = grad_in == NULL || grad_out == NULL || open == NULL || id == NULL || parent_name == NULL ||
                  name == NULL || !PyDict_Check(open) || set_size(call, s_n_outputs, n_outputs) < 0 ||
-                 set_size(call, s_expect_out, hooked) < 0 || PyObject_SetAttr(call, s_grad_in, grad_in) < 0 ||
-                 PyObject_SetAttr(call, s_grad_out, grad_out) < 0 || PyDict_SetItem(open, id, call) < 0 ||
+                 set_size(call, s_expect_out, hooked) < 0 || call_set(call, s_grad_in, grad_in) < 0 ||
+                 call_set(call, s_grad_out, grad_out) < 0 || PyDict_SetItem(open, id, call) < 0 ||
                  (context[P_MODULES] != Py_None &&
                   append_pair(context[P_METADATA], v_construct, name, parent_name) < 0);
     Py_XDECREF(grad_in);
@@ -586,7 +586,7 @@ static PyObject *finish_module(PyObject *const *shared, PyObject *plain, PyObjec
                                PyObject *module, PyObject *output) {
     PyObject *const *context = &PyTuple_GET_ITEM(plain, 0), *engine = shared[M_ENGINE], *result = NULL;
     int grad = grad_enabled(shared);
-    int backward = grad <= 0 ? grad : attribute_is(call, s_want_backward, Py_True, 0);
+    int backward = grad <= 0 ? grad : call_is(call, s_want_backward, Py_True);
     if (backward < 0) {
         return NULL;
     }
@@ -600,7 +600,7 @@ static PyObject *finish_module(PyObject *const *shared, PyObject *plain, PyObjec
         if (busy_off(engine) < 0) {
             Py_CLEAR(result);
         }
-        PyObject *expected = result == NULL ? NULL : PyObject_GetAttr(call, s_expect_in);
+        PyObject *expected = result == NULL ? NULL : call_get(call, s_expect_in);
         int expect_in = expected == NULL ? -1 : PyObject_IsTrue(expected);
         Py_XDECREF(expected);
         Py_ssize_t n_outputs = is_sequence(output) ? PySequence_Fast_GET_SIZE(output) : 1;
