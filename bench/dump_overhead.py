@@ -32,6 +32,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_MODEL = REPO / "tools" / "dump" / "src" / "msprobe" / "pytorch" / "tiny_model.py"
+SOURCES = [str(REPO / part / "src") for part in ("shared", "tools/dump")]
+"""What our runs import as ``msprobe``: this checkout, never a copy installed in the venv earlier"""
 MODES = {  # label: (task, level, summary_mode, dumped)
     "not dumped": ("statistics", "L1", "statistics", False),
     "statistics L0": ("statistics", "L0", "statistics", True),
@@ -129,8 +131,8 @@ def worker(label: str, steps: int, work: Path) -> dict:
 def run_worker(python: str, label: str, steps: int, timeout: int):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
-    if python == sys.executable:  # ours: this checkout's sources, never an older installed copy
-        env["PYTHONPATH"] = os.pathsep.join(str(REPO / part / "src") for part in ("shared", "tools/dump"))
+    if python == sys.executable:  # ours
+        env["PYTHONPATH"] = os.pathsep.join(SOURCES)
     try:
         done = subprocess.run([python, __file__, "--worker", label, "--steps", str(steps)], capture_output=True,
                               text=True, timeout=timeout, env=env)
@@ -181,7 +183,7 @@ def main() -> int:
                 why = f"{label}: {error}"
     report(ours, theirs, version, why)
     # MindSpore native and MSAdapter rows (issue #4), same run: bench/dump_overhead_mindspore.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path[:0] = [str(Path(__file__).resolve().parent)] + SOURCES
     from dump_overhead_mindspore import main_rows
     main_rows(args.steps)
     return 0

@@ -167,6 +167,7 @@ def main() -> int:
     parser.add_argument("--no-msadapter", action="store_true")
     parser.add_argument("--worker", choices=["mindspore", "msadapter"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.path[:0] = [str(REPO / part / "src") for part in ("shared", "tools/dump")]  # this checkout's msprobe
     if args.worker:
         print(json.dumps(run_modes(args.worker, args.steps)))
         return 0
