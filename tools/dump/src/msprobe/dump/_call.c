@@ -71,7 +71,6 @@ static int busy_off(PyObject *engine) {
     return 0;
 }
 
-/* "prefix.api.N.forward", counting the call (api_begin's name) */
 /* base + middle + the decimal index + tail, a new str: what PyUnicode_FromFormat("%U%s%zd%s") makes,
  * without its format parsing and vsprintf (~0.4 us a name; a module call names two, an API call one) */
 static PyObject *indexed_name(PyObject *base, const char *middle, Py_ssize_t index, const char *tail) {
@@ -102,6 +101,7 @@ static PyObject *indexed_name(PyObject *base, const char *middle, Py_ssize_t ind
     return name;
 }
 
+/* "prefix.api.N.forward", counting the call (api_begin's name) */
 static PyObject *forward_name(PyObject *const *context, PyObject *key) {
     PyObject *base = PyDict_GetItemWithError(context[P_BASES], key);
     if (base == NULL) {

@@ -64,15 +64,11 @@ static PyObject *call_vectorcall(PyObject *type, PyObject *const *args, size_t n
     if (call == NULL) {
         return NULL;
     }
-    PyObject *given[6] = {args[0], args[1], args[2], args[3], args[4], args[5]};
-    call->forward = given[0];
-    call->backward = given[1];
-    call->want_forward = given[2];
-    call->want_backward = given[3];
-    call->parent = given[4];
-    call->generation = given[5];
+    PyObject **given[6] = {&call->forward, &call->backward, &call->want_forward, &call->want_backward,
+                           &call->parent, &call->generation};
     for (int i = 0; i < 6; i++) {
-        Py_INCREF(given[i]);
+        *given[i] = args[i];
+        Py_INCREF(args[i]);
     }
     call->inputs = Py_None;
     Py_INCREF(Py_None);
@@ -163,17 +159,6 @@ static int call_set(PyObject *call, PyObject *name, PyObject *value) {
     *field = value;
     Py_XDECREF(old);
     return 0;
-}
-
-/* 1 when call.name is `expected`, 0 when not, -1 on error */
-static int call_is(PyObject *call, PyObject *name, PyObject *expected) {
-    PyObject *value = call_get(call, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int same = value == expected;
-    Py_DECREF(value);
-    return same;
 }
 
 /* `type` readied and added to `module` as `name` (the module's types: Call, MappedJournal) */

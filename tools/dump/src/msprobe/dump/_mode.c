@@ -2,8 +2,9 @@
  * calls that need no Python: a function outside the API list, or any call while the engine is busy, runs
  * as is; while the engine's plain context is set (or opened by the window's first recorded call), a call
  * without autograd is record_plain_call's and one with autograd record_grad_call's (when the mode was
- * given the module hooks' state). Every other call goes to the Python method. Torch calls a mode's __torch_function__ a few hundred times a
- * step (an optimizer's ops, tensor attribute reads): the frame and its lookups were ~1 us of each.
+ * given the module hooks' state). Every other call goes to the Python method. Torch calls a mode's
+ * __torch_function__ a few hundred times a step (an optimizer's ops, tensor attribute reads): the frame
+ * and its lookups were ~1 us of each.
  *
  * Included by _native.c after _grad_call.c.
  */

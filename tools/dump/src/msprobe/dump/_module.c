@@ -586,7 +586,7 @@ static PyObject *finish_module(PyObject *const *shared, PyObject *plain, PyObjec
                                PyObject *module, PyObject *output) {
     PyObject *const *context = &PyTuple_GET_ITEM(plain, 0), *engine = shared[M_ENGINE], *result = NULL;
     int grad = grad_enabled(shared);
-    int backward = grad <= 0 ? grad : call_is(call, s_want_backward, Py_True);
+    int backward = grad <= 0 ? grad : attribute_is(call, s_want_backward, Py_True, 0);
     if (backward < 0) {
         return NULL;
     }
