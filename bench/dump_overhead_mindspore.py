@@ -167,7 +167,9 @@ def main() -> int:
     parser.add_argument("--no-msadapter", action="store_true")
     parser.add_argument("--worker", choices=["mindspore", "msadapter"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path[:0] = [str(REPO / part / "src") for part in ("shared", "tools/dump")]  # this checkout's msprobe
+    from dump_overhead import SOURCES  # (beside this file: its directory is first on the path)
+
+    sys.path[:0] = SOURCES
     if args.worker:
         print(json.dumps(run_modes(args.worker, args.steps)))
         return 0
