@@ -64,3 +64,49 @@ def test_a_step_killed_twice_keeps_both_runs_entries(tmp_path):
     assert b"\0" not in raw and raw.count(b'["h", ') == 2
     names = list(rank.load().dump.data)
     assert [f"Torch.sin.{i}.forward" for i in range(50)] == [n for n in names if n.startswith("Torch.sin")]
+
+
+STEPS_SCRIPT = textwrap.dedent("""
+    import os, signal, sys, torch
+    from msprobe.pytorch import PrecisionDebugger
+    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=sys.argv[1])
+    kill_in_step = int(sys.argv[2])  # the step killed after its sin calls; -1: killed between steps 0 and 1
+    for step in range(2):
+        debugger.start()
+        x = torch.ones(3, requires_grad=True)
+        for i in range(5):
+            x = torch.sin(x)
+        if step == kill_in_step:
+            debugger.flush()  # (its journal opened ahead, or not: either way the entries are in a journal)
+            os.kill(os.getpid(), signal.SIGKILL)
+        debugger.stop()
+        debugger.step()
+        if kill_in_step < 0:
+            debugger.flush()  # step 1's journal is opened ahead: killed before step 1 records
+            os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_step_killed_in_its_journal_opened_ahead_keeps_its_entries(tmp_path):
+    """Step 1's journal is opened ahead (at step 0's step()) under its final name: killed in step 1, its
+    entries are there; killed before step 1 recorded anything, the journal holds none and readers pass
+    it over; a run started again appends to it."""
+    script = tmp_path / "killed.py"
+    script.write_text(STEPS_SCRIPT)
+    sines = [f"Torch.sin.{i}.forward" for i in range(5)]
+    for kill_in_step, dump in ((1, tmp_path / "in_step"), (-1, tmp_path / "between")):
+        done = subprocess.run([sys.executable, str(script), str(dump), str(kill_in_step)], capture_output=True, text=True)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        assert (dump / "step1" / "rank" / "dump.journal").exists()
+        ranks = find_rank_dirs(dump)
+        if kill_in_step == 1:
+            assert [(r.step, r.interrupted) for r in ranks] == [(0, False), (1, True)]
+            assert [n for n in ranks[1].load().dump.data if n.startswith("Torch.sin")] == sines
+        else:
+            assert [(r.step, r.interrupted) for r in ranks] == [(0, False)]
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "between"), "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the same steps again, to the end
+    ranks = find_rank_dirs(tmp_path / "between")
+    assert [(r.step, r.interrupted) for r in ranks] == [(0, False), (1, False)]
+    assert [n for n in ranks[1].load().dump.data if n.startswith("Torch.sin")] == sines
+    assert sorted(p.name for p in ranks[1].path.iterdir()) == ["construct.json", "dump.json", "stack.json"]

@@ -14,6 +14,7 @@ from dumphelpers import MLP
 from msprobe.dump import ahead
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs
+from msprobe.schema.journal import journal_recorded
 
 
 def _step(debugger, model, x):
@@ -37,7 +38,8 @@ def test_the_next_steps_directory_is_ready_before_it_starts_and_used(dump_dir):
     debugger = PrecisionDebugger(task="statistics", level="mix", dump_path=str(dump_dir), step=[0, 1])
     _step(debugger, model, x)
     debugger.flush()
-    assert _files(dump_dir / "step1" / "rank") == [".dump.journal.ahead"]  # step 1 not started yet
+    assert _files(dump_dir / "step1" / "rank") == ["dump.journal"]  # step 1 not started yet
+    assert not journal_recorded(dump_dir / "step1" / "rank" / "dump.journal")
     assert [rank.step for rank in find_rank_dirs(dump_dir)] == [0]  # readers pass it over
     assert subprocess.run([sys.executable, "-m", "msprobe.cli.main", "inspect", str(dump_dir)],
                           capture_output=True).returncode == 0
@@ -76,30 +78,26 @@ def test_a_directory_opened_ahead_and_not_used_is_removed(dump_dir):
     debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
     _step(debugger, model, x)
     debugger.flush()
-    assert (dump_dir / "step1" / "rank" / ".dump.journal.ahead").exists()
+    assert (dump_dir / "step1" / "rank" / "dump.journal").exists()
     debugger.step()  # step 1 ends without a start(): removed, and step 2 (after a step that wrote nothing) not opened
     debugger.flush()
     assert sorted(p.name for p in dump_dir.iterdir()) == ["step0"]
     _step(debugger, model, x)  # step 2 writes: step 3 opened ahead ...
     debugger.flush()
-    assert (dump_dir / "step3" / "rank" / ".dump.journal.ahead").exists()
+    assert (dump_dir / "step3" / "rank" / "dump.journal").exists()
     debugger.engine.close()  # ... and removed at exit without a start()
     assert sorted(p.name for p in dump_dir.iterdir()) == ["step0", "step2"]
 
 
 def test_prepare_dirs_makes_what_is_missing_and_stops_at_a_journal(tmp_path, helpers_or_not):
     step, rank = tmp_path / "step4", tmp_path / "step4" / "rank"
-    journal, stale = rank / ".dump.journal", rank / ".dump.journal.ahead"
-    assert ahead._prepare_dirs([str(step), str(rank)], str(journal), str(stale)) == [str(step), str(rank)]
-    stale.write_bytes(b"left by a killed process")
-    assert ahead._prepare_dirs([str(step), str(rank)], str(journal), str(stale)) == []  # made already
-    assert not stale.exists()
+    journal = rank / "dump.journal"
+    assert ahead._prepare_dirs([str(step), str(rank)], str(journal)) == [str(step), str(rank)]
+    assert ahead._prepare_dirs([str(step), str(rank)], str(journal)) == []  # made already
     journal.write_bytes(b"")
-    stale.write_bytes(b"")
-    assert ahead._prepare_dirs([str(tmp_path / "step5")], str(journal), str(stale)) is None  # a journal is there
-    assert stale.exists() and not (tmp_path / "step5").exists()  # nothing done
+    assert ahead._prepare_dirs([str(tmp_path / "step5")], str(journal)) is None  # a journal is there
+    assert not (tmp_path / "step5").exists()  # nothing done
     (tmp_path / "step6").write_text("a file where a directory goes")
     with pytest.raises(OSError) as raised:
-        ahead._prepare_dirs([str(tmp_path / "step6"), str(tmp_path / "step6" / "rank")],
-                            str(tmp_path / "j"), str(tmp_path / "s"))
+        ahead._prepare_dirs([str(tmp_path / "step6"), str(tmp_path / "step6" / "rank")], str(tmp_path / "j"))
     assert str(tmp_path / "step6") in str(raised.value)

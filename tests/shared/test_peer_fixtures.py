@@ -8,7 +8,7 @@ import pytest
 
 from msprobe.schema import (RankWriter, SchemaError, find_rank_dirs, load_config, load_construct, load_dump,
                             load_stack)
-from msprobe.schema.journal import AHEAD_NAME
+from msprobe.schema.journal import JOURNAL_NAME, journal_recorded
 
 # Upstream's deliberately broken inputs (no `data`, entries that are not objects, a step inside a step).
 MALFORMED_DUMPS = {
@@ -87,12 +87,12 @@ def test_malformed_tree_is_reported(peer_fixtures):
 
 
 def test_steps_that_recorded_nothing_are_passed_over(tmp_path):
-    """A rank directory holding only a journal opened ahead (or nothing at all) was never recorded; any
-    other rank directory without dump.json is an error, as before."""
+    """A rank directory holding only a journal opened ahead that holds no record (or nothing at all) was
+    never recorded; any other rank directory without dump.json is an error, as before."""
     recorded = tmp_path / "step0" / "rank"
     RankWriter(recorded, {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None})
     (tmp_path / "step1" / "rank" / "dump_tensor_data").mkdir(parents=True)
-    (tmp_path / "step1" / "rank" / AHEAD_NAME).write_text('["h", {}]\n')
+    (tmp_path / "step1" / "rank" / JOURNAL_NAME).write_bytes(b'["h", {}]\n' + b"\0" * 4096)  # reserved space
     (tmp_path / "step2" / "rank").mkdir(parents=True)
     assert [r.step for r in find_rank_dirs(tmp_path)] == [0]
     with pytest.raises(SchemaError, match="this step recorded nothing"):
@@ -100,6 +100,25 @@ def test_steps_that_recorded_nothing_are_passed_over(tmp_path):
     (tmp_path / "step2" / "rank" / "notes.txt").write_text("not a dump")
     with pytest.raises(SchemaError, match="dump.json: missing"):
         find_rank_dirs(tmp_path)
+
+
+def test_a_journal_is_recorded_once_a_record_follows_its_header(tmp_path):
+    path = tmp_path / JOURNAL_NAME
+    header = b'["h", {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": null}]\n'
+    record = b'["d", "Torch.sin.0.forward", {"input_args": [], "output": []}]\n'
+    for raw, recorded in ((b"", False), (header, False), (header + b"\0" * 70000, False),
+                          (header + record, True), (header + record[:9], True), (header + record + b"\0" * 9, True)):
+        path.write_bytes(raw)
+        assert journal_recorded(path) is recorded, raw[:120]
+    assert not journal_recorded(tmp_path / "absent")
+    path.write_bytes(header + b"\0" * 16)  # beside a finished step's dump.json (a run started again): that is read
+    (tmp_path / "dump.json").write_text('{"task": "statistics", "level": "L1", "framework": "pytorch", '
+                                        '"dump_data_dir": null, "data": {"Torch.cos.0.forward": {}}}')
+    (rank,) = find_rank_dirs(tmp_path)
+    assert not rank.interrupted and list(rank.load().dump.data) == ["Torch.cos.0.forward"]
+    assert list(load_dump(tmp_path / "dump.json").data) == ["Torch.cos.0.forward"]
+    path.write_bytes(header + record)  # its step started: the journal is what the run has recorded
+    assert rank.interrupted and list(rank.load().dump.data) == ["Torch.sin.0.forward"]
 
 
 def test_shared_imports_no_framework():

@@ -169,11 +169,11 @@ def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tu
 
 def load_dump(path: PathLike) -> DumpFile:
     """Read a dump.json, or recover the entries of an interrupted run from its journal beside it."""
-    from .journal import JOURNAL_NAME, read_journal
+    from .journal import JOURNAL_NAME, journal_recorded, read_journal
 
     path = Path(path)
     journal = path.parent / JOURNAL_NAME
-    if path.name == "dump.json" and journal.exists():
+    if path.name == "dump.json" and journal_recorded(journal):
         return read_journal(journal).dump
     return validate_dump(load_json(path), path)
 

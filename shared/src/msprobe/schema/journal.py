@@ -33,10 +33,8 @@ from .errors import PathLike, SchemaError
 from .jsonio import compact_dumps, write_json_atomic
 
 JOURNAL_NAME = "dump.journal"
-AHEAD_NAME = ".dump.journal.ahead"
-"""A journal opened before its step recorded anything (the dump opens the next step's on a background
-thread); renamed to ``JOURNAL_NAME`` with its first entry. A rank directory holding nothing else was
-never recorded: readers pass it over."""
+"""A step's journal. The dump opens the next step's on a background thread before that step records
+anything; one that holds no record (:func:`journal_recorded`: its step never came) is passed over."""
 JOURNAL_MAGIC = b"msprobe journal 2\n"
 DUMP_NAME, STACK_NAME, CONSTRUCT_NAME = "dump.json", "stack.json", "construct.json"
 
@@ -200,10 +198,28 @@ def read_journal(path: PathLike) -> RankFiles:
     return RankFiles(dump=dump, construct=construct, stacks=stacks)
 
 
+def journal_recorded(path: PathLike) -> bool:
+    """Whether the journal at ``path`` holds a record after its header. A journal opened ahead of a step
+    that never came (the process ended or was killed first) holds its header and maybe the zeros reserved
+    after it; its records would follow the header line at once."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+            end = head.find(b"\n")
+            if head.startswith(JOURNAL_MAGIC) or end < 0:  # pickled (never opened ahead), or not a journal
+                return bool(head)  # of JSON lines: read_journal says what it is
+            after = head[end + 1:end + 2] or handle.read(1)
+    except OSError:
+        return False
+    return after not in (b"", b"\0")
+
+
 def has_journal(rank_dir: PathLike) -> bool:
-    return (Path(rank_dir) / JOURNAL_NAME).exists()
+    """Whether ``rank_dir`` holds a journal with records (an interrupted or running step)."""
+    return journal_of(rank_dir) is not None
 
 
 def journal_of(rank_dir: PathLike) -> Optional[Path]:
     path = Path(rank_dir) / JOURNAL_NAME
-    return path if path.exists() else None
+    return path if journal_recorded(path) else None
+

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 from .construct import load_construct, load_stack
 from .dump import DumpFile, load_dump
 from .errors import PathLike, SchemaError
-from .journal import AHEAD_NAME, CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, RankFiles, read_journal
+from .journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, RankFiles, journal_recorded, read_journal
 
 TENSOR_DIR = "dump_tensor_data"
 _STEP_RE = re.compile(r"^step(\d+)$")
@@ -66,7 +66,7 @@ class RankDir:
 
     @property
     def interrupted(self) -> bool:
-        return self.dump_file is None and (self.path / JOURNAL_NAME).exists()
+        return self.dump_file is None and journal_recorded(self.path / JOURNAL_NAME)
 
     def load(self) -> RankFiles:
         """dump, construct and stacks of this rank; from the journal when the run did not finish."""
@@ -85,15 +85,15 @@ class RankDir:
 
 
 def _is_rank_content(path: Path) -> bool:
-    return (path / DUMP_NAME).is_file() or (path / JOURNAL_NAME).is_file()
+    return (path / DUMP_NAME).is_file() or journal_recorded(path / JOURNAL_NAME)
 
 
 def _never_recorded(path: Path) -> bool:
-    """A rank directory the dump made for a step that recorded nothing: empty, or an unused journal
-    opened ahead (``AHEAD_NAME``) and an empty tensor directory."""
+    """A rank directory the dump made for a step that recorded nothing: empty, or a journal opened ahead
+    that holds no record and an empty tensor directory."""
     for child in path.iterdir():
-        if child.name == AHEAD_NAME or (child.name == TENSOR_DIR and child.is_dir() and not any(child.iterdir())):
-            continue
+        if child.name == JOURNAL_NAME or (child.name == TENSOR_DIR and child.is_dir() and not any(child.iterdir())):
+            continue  # (a journal with records made this rank content)
         return False
     return True
 

@@ -113,19 +113,18 @@ static PyObject *write_files(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* prepare_dirs(dirs, journal, stale) -> the directories of `dirs` made (outermost first), or None when
- * `journal` exists (nothing done then); `stale` removed when there. OpenedAhead.run's checks, directories
- * and removal in one stretch without the GIL (they were ten system calls, each a handover of the GIL). */
+/* prepare_dirs(dirs, journal) -> the directories of `dirs` made (outermost first), or None when `journal`
+ * exists (nothing done then). OpenedAhead.run's check and directories in one stretch without the GIL
+ * (they were several system calls, each a handover of the GIL). */
 static PyObject *prepare_dirs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyList_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "prepare_dirs(dirs: list, journal, stale)");
+    if (nargs != 2 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "prepare_dirs(dirs: list, journal)");
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(args[0]);
-    PyObject *encoded = PyList_New(count), *journal = NULL, *stale = NULL, *made = NULL;
+    PyObject *encoded = PyList_New(count), *journal = NULL, *made = NULL;
     char *was_made = PyMem_Calloc((size_t)(count ? count : 1), 1);
-    int ok = encoded != NULL && was_made != NULL && PyUnicode_FSConverter(args[1], &journal) &&
-             PyUnicode_FSConverter(args[2], &stale);
+    int ok = encoded != NULL && was_made != NULL && PyUnicode_FSConverter(args[1], &journal);
     for (Py_ssize_t i = 0; ok && i < count; i++) {
         PyObject *path = NULL;
         ok = PyUnicode_FSConverter(PyList_GET_ITEM(args[0], i), &path);
@@ -153,14 +152,10 @@ static PyObject *prepare_dirs(PyObject *self, PyObject *const *args, Py_ssize_t 
             failed_at = i;
         }
     }
-    if (!present && !failed && unlink(PyBytes_AS_STRING(stale)) < 0 && errno != ENOENT) {
-        failed = errno;
-    }
     Py_END_ALLOW_THREADS
     if (failed) {
         errno = failed;
-        PyObject *name = failed_at >= 0 ? PyList_GET_ITEM(args[0], failed_at) : args[2];
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name);
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyList_GET_ITEM(args[0], failed_at));
         goto done;
     }
     if (present) {
@@ -177,7 +172,6 @@ static PyObject *prepare_dirs(PyObject *self, PyObject *const *args, Py_ssize_t 
 done:
     Py_XDECREF(encoded);
     Py_XDECREF(journal);
-    Py_XDECREF(stale);
     PyMem_Free(was_made);
     return made;
 }

@@ -3,10 +3,12 @@
 Making a directory and creating a file took 0.5-1.5 ms on this VM's disk (more on a network file
 system), and the first entry of every dumped step waited for them. ``step()`` now asks for the next
 step's directory when that step is recorded and this one wrote entries; its first entry takes the
-writer if it is ready (renaming its journal from ``AHEAD_NAME``, which readers pass over, to
-``dump.journal``: 5 us) and opens its own otherwise (after which the background one is never opened).
-One that is not taken is removed again, with the directories it made, when the next one is asked for
-or the process exits; a process killed before leaves a directory that readers pass over.
+writer if it is ready and opens its own otherwise (after which the background one is never opened).
+The journal opened ahead has its final name, ``dump.journal``: renaming it at the first entry cost that
+entry a system call (~30 us here, a round trip on a network file system), and readers pass over a
+journal that holds no record (``msprobe.schema.journal.journal_recorded``). One that is not taken is
+removed again, with the directories it made, when the next one is asked for or the process exits; a
+process killed before leaves a directory that readers pass over.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import os
 import threading
 from typing import Callable, List, Optional
 
-from msprobe.schema.journal import AHEAD_NAME, JOURNAL_NAME
+from msprobe.schema.journal import JOURNAL_NAME
 from msprobe.schema.tree import TENSOR_DIR
 
 from . import native
@@ -39,11 +41,10 @@ class OpenedAhead:
         with self._lock:
             if self._taken:
                 return
-            made = _prepare_dirs([os.path.dirname(self.rank_dir), self.rank_dir],
-                                 os.path.join(self.rank_dir, JOURNAL_NAME), os.path.join(self.rank_dir, AHEAD_NAME))
+            made = _prepare_dirs([os.path.dirname(self.rank_dir), self.rank_dir], os.path.join(self.rank_dir, JOURNAL_NAME))
             if made is None:
                 return
-            self._writer = self._open_writer(self.rank_dir, AHEAD_NAME, True)
+            self._writer = self._open_writer(self.rank_dir, JOURNAL_NAME, True)
             # the tensor directory (tensor task) is the writer's: one in a rank directory made now is new too
             self._made = made + ([os.path.join(self.rank_dir, TENSOR_DIR)] if self.rank_dir in made else [])
 
@@ -55,7 +56,6 @@ class OpenedAhead:
             if self._writer is None or rank_dir != self.rank_dir:
                 return None
             writer, self._writer = self._writer, None
-        writer.publish()
         return writer
 
     def remove(self) -> None:
@@ -74,18 +74,16 @@ class OpenedAhead:
                 pass
 
 
-def _prepare_dirs(dirs: List[str], journal: str, stale: str) -> Optional[List[str]]:
-    """Those of ``dirs`` made (outermost first), and ``stale`` (an ahead journal a killed process left)
-    removed; None, and nothing done, when ``journal`` is there. In one call without the GIL where the
-    helpers are built (``_files.c``): the writer thread does this while the next step trains."""
+def _prepare_dirs(dirs: List[str], journal: str) -> Optional[List[str]]:
+    """Those of ``dirs`` made (outermost first); None, and nothing done, when ``journal`` is there. In one
+    call without the GIL where the helpers are built (``_files.c``): the writer thread does this while the
+    next step trains."""
     helpers = native.helpers()
     if helpers is not None and hasattr(helpers, "prepare_dirs"):
-        return helpers.prepare_dirs(dirs, journal, stale)
+        return helpers.prepare_dirs(dirs, journal)
     if os.path.exists(journal):
         return None
     made = [path for path in dirs if not os.path.isdir(path)]
     for path in dirs:
         os.makedirs(path, exist_ok=True)
-    if os.path.exists(stale):
-        os.remove(stale)
     return made

@@ -165,13 +165,6 @@ class StepWriter(RankWriter):
             parts.append(head + b": " + line[len(head) + 8:-2])
         return b", ".join(parts)
 
-    def publish(self) -> None:
-        """A journal opened ahead (``AHEAD_NAME``) becomes the step's journal, before its first entry."""
-        if self.journal_path.name != JOURNAL_NAME:
-            published = self.journal_path.with_name(JOURNAL_NAME)
-            os.rename(self.journal_path, published)
-            self.journal_path = published
-
     def discard(self) -> None:
         """Close and remove the journal of a step that recorded nothing (one opened ahead, not used)."""
         with self._lock:
