@@ -76,8 +76,11 @@ static inline float f16_to_f32(uint16_t h) {
 
 /* Max/Min in the element's precision (exact); sums of BLOCK products per float lane (short enough that
  * float error stays at double's noise level for the totals), carried into a double per lane (no serial
- * chain of double additions: that was half the time), the lanes added in order at the end */
-#define REDUCE_BODY(TYPE, ACC, LOAD)                                                   \
+ * chain of double additions: that was half the time), the lanes added in order at the end. Squares are
+ * added with a fused multiply-add (FUSE: one rounding; the vector loop's multiplies then leave the adder
+ * ports to Max, Min and the sums, ~20% faster), written out so that no compiler contracts one loop's
+ * arithmetic and not the other's. */
+#define REDUCE_BODY(TYPE, ACC, LOAD, FUSE)                                             \
     {                                                                                  \
         const TYPE *x = (const TYPE *)data;                                            \
         ACC hi[LANES], lo[LANES];                                                      \
@@ -100,7 +103,7 @@ static inline float f16_to_f32(uint16_t h) {
                     hi[k] = v > hi[k] ? v : hi[k];                                     \
                     lo[k] = v < lo[k] ? v : lo[k];                                     \
                     s[k] += v;                                                         \
-                    q[k] += v * v;                                                     \
+                    q[k] = FUSE(v, v, q[k]);                                           \
                 }                                                                      \
             }                                                                          \
             for (int k = 0; k < LANES; k++) {                                          \
@@ -120,7 +123,7 @@ static inline float f16_to_f32(uint16_t h) {
             high = v > high ? v : high;                                                \
             low = v < low ? v : low;                                                   \
             total += v;                                                                \
-            squares += v * v;                                                          \
+            squares = fma(v, v, squares);                                              \
         }                                                                              \
         out[0] = high; out[1] = low; out[2] = total; out[3] = squares;                 \
     }
@@ -129,22 +132,22 @@ static inline float f16_to_f32(uint16_t h) {
 
 #define REDUCE_KINDS                                                 \
     switch (kind) {                                                  \
-    case KIND_F32: REDUCE_BODY(float, float, AS_IS) break;           \
-    case KIND_BF16: REDUCE_BODY(uint16_t, float, bf16_to_f32) break; \
-    case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32) break;   \
-    default: REDUCE_BODY(double, double, AS_IS) break;               \
+    case KIND_F32: REDUCE_BODY(float, float, AS_IS, fmaf) break;           \
+    case KIND_BF16: REDUCE_BODY(uint16_t, float, bf16_to_f32, fmaf) break; \
+    case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32, fmaf) break;   \
+    default: REDUCE_BODY(double, double, AS_IS, fma) break;                \
     }
 
 static void reduce_plain(const void *data, Py_ssize_t n, int kind, double out[4]) {
     REDUCE_KINDS
 }
 
-/* The same loops in 256-bit vectors where the CPU has AVX2 (twice the elements per instruction). Not
- * "fma": every lane does the same additions and multiplications in the same order as reduce_plain, so
- * the numbers are the same bits on every machine. */
+/* The same loops in 256-bit vectors where the CPU has AVX2 and FMA (twice the elements per instruction):
+ * every lane does the same operations in the same order as reduce_plain (whose fmaf is the C library's,
+ * exact either way), so the numbers are the same bits on every machine. */
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_AVX2 1
-__attribute__((target("avx2"))) static void reduce_avx2(const void *data, Py_ssize_t n, int kind, double out[4]) {
+__attribute__((target("avx2,fma"))) static void reduce_avx2(const void *data, Py_ssize_t n, int kind, double out[4]) {
     REDUCE_KINDS
 }
 #endif
@@ -164,7 +167,7 @@ static void reduce_block(const void *data, Py_ssize_t n, int kind, double out[4]
             double v = kind == KIND_F32 ? (double)((const float *)data)[i]
                      : kind == KIND_BF16 ? (double)bf16_to_f32(((const uint16_t *)data)[i])
                      : (double)f16_to_f32(((const uint16_t *)data)[i]);
-            squares += v * v;
+            squares = fma(v, v, squares);
         }
         out[3] = squares;
     }
@@ -637,7 +640,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     __builtin_cpu_init();
 #endif
 #ifdef HAVE_AVX2
-    use_avx2 = getenv("MSPROBE_NO_AVX2") == NULL && __builtin_cpu_supports("avx2");
+    use_avx2 = getenv("MSPROBE_NO_AVX2") == NULL && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
 #ifdef HAVE_CLMUL
     use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");

@@ -118,7 +118,7 @@ def _compile(target: Path) -> bool:
     handle, partial = tempfile.mkstemp(prefix=_PARTIAL, suffix=target.suffix, dir=target.parent)
     os.close(handle)
     try:
-        done = subprocess.run(compiler + _FLAGS + ["-I", include, str(_SOURCE), "-o", partial],
+        done = subprocess.run(compiler + _FLAGS + ["-I", include, str(_SOURCE), "-o", partial, "-lm"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
         if done.returncode != 0:
             return False
