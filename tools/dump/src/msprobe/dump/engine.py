@@ -52,6 +52,7 @@ class DumpEngine:
         self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
+        self._rank_dir_known: Optional[Tuple[int, Optional[int], str]] = None
         self._lock = threading.RLock()
         self._at_once = adapter.stats_batch == 1 and not config.async_dump
         # a task that keeps every entry and never finishes early (statistics, tensor) needs no asking per entry
@@ -126,7 +127,14 @@ class DumpEngine:
         return self._rank_dir_of(self.step)
 
     def _rank_dir_of(self, step: int) -> str:
-        return os.path.join(self.config.dump_path, step_dir_name(step), rank_dir_name(self.adapter.rank()))
+        """``step()`` asks for the next step's directory (opened ahead) and that step's first entry for it
+        again: the path is made once (~7 us)."""
+        rank = self.adapter.rank()
+        known = self._rank_dir_known
+        if known is None or known[0] != step or known[1] != rank:
+            path = os.path.join(self.config.dump_path, step_dir_name(step), rank_dir_name(rank))
+            self._rank_dir_known = known = (step, rank, path)
+        return known[2]
 
     # ----- counters and names ---------------------------------------------------------------
     def _next_index(self, key: str) -> int:
