@@ -669,23 +669,29 @@ static PyObject *alive_target(PyObject *ref) {
 #endif
 }
 
-/* 1 when `owner.name` is a dict whose values are, in order, the objects of the ids in `ids`; -1 on error */
+/* 1 when `owner.name` is a dict whose values are, in order, the objects whose addresses `ids` holds
+ * (bytes: one native pointer each); -1 on error */
 static int same_dict_values(PyObject *owner, PyObject *name, PyObject *ids) {
     PyObject *members = PyObject_GetAttr(owner, name), *key, *value;
-    int same = members == NULL ? -1 : PyDict_Check(members) && PyDict_GET_SIZE(members) == PyTuple_GET_SIZE(ids);
+    Py_ssize_t count = PyBytes_GET_SIZE(ids) / (Py_ssize_t)sizeof(void *);
+    int same = members == NULL ? -1 : PyDict_Check(members) && PyDict_GET_SIZE(members) == count;
+    const char *expected = PyBytes_AS_STRING(ids);
     Py_ssize_t position = 0, i = 0;
     while (same > 0 && PyDict_Next(members, &position, &key, &value)) {
-        void *expected = PyLong_AsVoidPtr(PyTuple_GET_ITEM(ids, i++));
-        same = expected == NULL && PyErr_Occurred() ? -1 : expected == (void *)value;
+        void *address;
+        memcpy(&address, expected + i++ * (Py_ssize_t)sizeof(void *), sizeof address);
+        same = address == (void *)value;
     }
     Py_XDECREF(members);
     return same;
 }
 
 /* same_members(items) -> bool: ModelPlan.still_valid's check. `items`: a list of (a weak reference to
- * an object, attribute name, tuple of ids); True when every object is alive and each attribute is
- * a dict of the objects of those ids, in order (the plan's own modules and parameters, which it watches
- * die: their ids cannot be reused meanwhile). Those tuples, made again in Python, cost ~90 us a window. */
+ * an object, attribute name, bytes of addresses); True when every object is alive and each attribute is
+ * a dict of the objects at those addresses, in order (the plan's own modules and parameters, which it
+ * watches die: their addresses cannot be reused meanwhile). Those tuples, made again in Python, cost ~90
+ * us a window; the addresses are packed (not a tuple of ints) as the check runs on a cold cache at every
+ * start(), where each int object was a cache miss of its own. */
 static PyObject *same_members(PyObject *self, PyObject *items) {
     if (!PyList_Check(items)) {
         PyErr_SetString(PyExc_TypeError, "same_members(items: list)");
@@ -695,8 +701,8 @@ static PyObject *same_members(PyObject *self, PyObject *items) {
     for (Py_ssize_t i = 0; same > 0 && i < PyList_GET_SIZE(items); i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3 || !PyWeakref_CheckRef(PyTuple_GET_ITEM(item, 0)) ||
-            !PyTuple_Check(PyTuple_GET_ITEM(item, 2))) {
-            PyErr_SetString(PyExc_TypeError, "same_members: an item must be (weak reference, name, tuple of ids)");
+            !PyBytes_Check(PyTuple_GET_ITEM(item, 2))) {
+            PyErr_SetString(PyExc_TypeError, "same_members: an item must be (weak reference, name, bytes of addresses)");
             return NULL;
         }
         PyObject *owner = alive_target(PyTuple_GET_ITEM(item, 0));

@@ -9,6 +9,8 @@ dead reference also makes it stale: an id reused by a new object cannot pass.
 """
 from __future__ import annotations
 
+import array
+import struct
 import weakref
 from typing import Iterator, List, Tuple
 
@@ -27,7 +29,7 @@ class ModelPlan:
         self._modules = [(path, weakref.ref(m, died)) for path, m in modules]
         self._parameters = [[(name, weakref.ref(p, died)) for name, p in m.named_parameters(recurse=False)]
                             for _, m in modules]
-        # (owner, its dict of children or parameters, the ids of their values): the root weakly too,
+        # (owner, its dict of children or parameters, the ids of their values packed): the root weakly too,
         # for the plan lives as long as the model (Hooks keeps it by weak key)
         self._members = [(weakref.ref(model), "_modules", _ids(model._modules))]
         self._members += [(ref, name, _ids(getattr(m, name))) for (_, m), (_, ref) in zip(modules, self._modules)
@@ -44,11 +46,16 @@ class ModelPlan:
         return not self._deaths and self._members[0][0]() is model and _same_members(self._members)
 
 
-def _ids(members: dict) -> Tuple[int, ...]:
-    return tuple(map(id, members.values()))
+_POINTER = next(code for code in "ILQ" if array.array(code).itemsize == struct.calcsize("P"))
+"""The array type code of an unsigned integer as wide as a pointer"""
 
 
-def _same_members_python(items: List[Tuple["weakref.ref", str, Tuple[int, ...]]]) -> bool:
+def _ids(members: dict) -> bytes:
+    """The ids of ``members``' values as native pointers, packed (``_native.same_members`` reads them)."""
+    return array.array(_POINTER, map(id, members.values())).tobytes()
+
+
+def _same_members_python(items: List[Tuple["weakref.ref", str, bytes]]) -> bool:
     """``_native.same_members``: every owner alive, and each dict holding the objects of the ids, in order."""
     for ref, name, ids in items:
         owner = ref()
