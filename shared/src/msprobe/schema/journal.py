@@ -222,4 +222,3 @@ def has_journal(rank_dir: PathLike) -> bool:
 def journal_of(rank_dir: PathLike) -> Optional[Path]:
     path = Path(rank_dir) / JOURNAL_NAME
     return path if journal_recorded(path) else None
-

@@ -130,8 +130,8 @@ static inline float f16_to_f32(uint16_t h) {
 
 #define AS_IS(v) (v)
 
-#define REDUCE_KINDS                                                 \
-    switch (kind) {                                                  \
+#define REDUCE_KINDS                                                       \
+    switch (kind) {                                                        \
     case KIND_F32: REDUCE_BODY(float, float, AS_IS, fmaf) break;           \
     case KIND_BF16: REDUCE_BODY(uint16_t, float, bf16_to_f32, fmaf) break; \
     case KIND_F16: REDUCE_BODY(uint16_t, float, f16_to_f32, fmaf) break;   \
