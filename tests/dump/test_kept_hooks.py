@@ -163,3 +163,25 @@ def test_two_windows_of_one_step_on_two_models_keep_both_models_gradients(dump_d
     assert set(data["Module.fc1.Linear.parameters_grad"]) == {"weight", "bias"}
     assert set(data["Module.0.Linear.parameters_grad"]) == {"weight", "bias"}
     assert {"Module.fc2.Linear.backward.0", "Module.0.Linear.backward.0"} <= set(data)
+
+
+def test_forward_data_only_puts_no_hook_on_parameters(tmp_path, dump_dir):
+    """data_mode ["forward"]: parameters_grad entries are backward data, so no parameter gets a gradient
+    hook (one that records nothing still cost each gradient a trip through Python)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "dump_path": str(dump_dir), "level": "L0",
+                                  "statistics": {"data_mode": ["forward"]}}))
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(2, 8)
+    debugger = PrecisionDebugger(config_path=str(config))
+    for _ in range(2):
+        debugger.start(model)
+        model(x).sum().backward()
+        assert _hooks_on(model)[1] == 0
+        debugger.stop()
+        debugger.step()
+    debugger.flush()
+    for step in (0, 1):
+        names = list(_data(dump_dir, step))
+        assert names and all(".forward." in name for name in names), names
+    assert all(p.grad is not None for p in model.parameters())

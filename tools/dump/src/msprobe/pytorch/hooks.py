@@ -156,9 +156,12 @@ class Hooks:
                 for made in calls:
                     made.clear()  # a window that ended inside a forward call leaves its call behind
             # kept: the parameters hooked then still are, and only those left out then (a frozen one may be
-            # trainable now) are looked at again (~1.5 us a parameter at the start of a step)
-            self._unhooked = self._hook_parameters(self._unhooked if kept else
-                                                   [item for *_, parameters in prepared for item in parameters])
+            # trainable now) are looked at again (~1.5 us a parameter at the start of a step). No backward
+            # entry wanted (data_mode): parameters_grad is backward data, and hooks that record nothing
+            # cost ~5 us a parameter gradient through the Python path
+            if engine.filter.backward:
+                self._unhooked = self._hook_parameters(self._unhooked if kept else
+                                                       [item for *_, parameters in prepared for item in parameters])
             self._installed = prepared
             self._grad_generation = engine.generation
 
