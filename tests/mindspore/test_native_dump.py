@@ -245,6 +245,22 @@ def test_list_and_data_mode_filters(tmp_path):
     assert all(("relu" in n or "fc2" in n) and n.endswith((".forward", ".forward.0")) for n in recorded), recorded
 
 
+def test_forward_data_only_hooks_no_parameter(tmp_path):
+    """data_mode ["forward"]: no parameters_grad entry is wanted, so no parameter gradient hook is made."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "statistics", "level": "L0", "statistics": {"data_mode": ["forward"]}}))
+    net = Net()
+    debugger = PrecisionDebugger(config_path=str(config), dump_path=str(tmp_path / "d"))
+    grad_fn = ms.value_and_grad(net, grad_position=0, weights=net.trainable_params())
+    debugger.start(model=net)
+    grad_fn(_data())
+    debugger.stop()
+    debugger.step()
+    finish(debugger)
+    assert debugger.adapter._param_grads is None
+    assert names(tmp_path / "d") == ["Cell.fc1.Dense.forward.0", "Cell.fc2.Dense.forward.0"]
+
+
 class InPlace(nn.Cell):
     def construct(self, x):
         x[0] = 5.0  # changes the cell's own input

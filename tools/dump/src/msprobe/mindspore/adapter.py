@@ -125,7 +125,7 @@ class MindSporeAdapter(Adapter):
         if engine.module_level and cells:
             self._cells = CellHooks(engine, self._tap, self._registry, self.mode, self.module_prefix)
             self._cells.install(cells)
-        if engine.module_level and cells:
+        if engine.module_level and cells and engine.filter.backward:  # (parameters_grad is backward data)
             if self._param_grads is None:
                 hooks = ParamGradHooks if ParamGradHooks.available() else WeightGradTap
                 self._param_grads = hooks(engine, self.module_prefix)
