@@ -130,13 +130,11 @@ def worker(label: str, steps: int, work: Path) -> dict:
 def _opened_ahead(path: Path) -> bool:
     """The next step's journal, opened ahead with its space reserved and holding no record (removed at
     exit if its step never comes): not counted in bytes a step."""
-    if path.name != "dump.journal":
-        return False
     try:
-        from msprobe.schema.journal import journal_recorded  # (not in upstream msprobe, which has no journal)
+        from msprobe.schema.journal import JOURNAL_NAME, journal_recorded  # (not in upstream msprobe: no journal)
     except ImportError:
         return False
-    return not journal_recorded(path)
+    return path.name == JOURNAL_NAME and not journal_recorded(path)
 
 
 def run_worker(python: str, label: str, steps: int, timeout: int):

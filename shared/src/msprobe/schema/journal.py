@@ -56,12 +56,12 @@ class RankWriter:
     writer that encodes its entries as JSON anyway (the dump engine's) uses."""
 
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True,
-                 journal_name: str = JOURNAL_NAME, make_dir: bool = True) -> None:
+                 make_dir: bool = True) -> None:
         """``make_dir=False``: ``rank_dir`` is known to exist (no system calls to make sure)."""
         self.rank_dir = Path(rank_dir)
         if make_dir:
             self.rank_dir.mkdir(parents=True, exist_ok=True)
-        self.journal_path = self.rank_dir / journal_name
+        self.journal_path = self.rank_dir / JOURNAL_NAME
         self._lock = threading.Lock()
         self._autoflush = autoflush
         # (a buffer size given: open() then asks no terminal question, a system call less)

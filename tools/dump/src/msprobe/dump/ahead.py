@@ -26,8 +26,8 @@ from .stepfiles import StepWriter
 class OpenedAhead:
     """The writer of one rank directory, opened by ``run()`` on the writer thread unless taken first."""
 
-    def __init__(self, rank_dir: str, open_writer: Callable[[str, str, bool], StepWriter]) -> None:
-        """``open_writer(rank_dir, journal_name, dir_made)``: a new writer of that journal."""
+    def __init__(self, rank_dir: str, open_writer: Callable[[str, bool], StepWriter]) -> None:
+        """``open_writer(rank_dir, dir_made)``: a new writer of that directory's journal."""
         self.rank_dir = rank_dir
         self._open_writer = open_writer
         self._lock = threading.Lock()
@@ -44,7 +44,7 @@ class OpenedAhead:
             made = _prepare_dirs([os.path.dirname(self.rank_dir), self.rank_dir], os.path.join(self.rank_dir, JOURNAL_NAME))
             if made is None:
                 return
-            self._writer = self._open_writer(self.rank_dir, JOURNAL_NAME, True)
+            self._writer = self._open_writer(self.rank_dir, True)
             # the tensor directory (tensor task) is the writer's: one in a rank directory made now is new too
             self._made = made + ([os.path.join(self.rank_dir, TENSOR_DIR)] if self.rank_dir in made else [])
 

@@ -13,7 +13,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from msprobe.schema import RankWriter
 from msprobe.schema.names import tensor_file
-from msprobe.schema.journal import JOURNAL_NAME
 from msprobe.schema.tree import TENSOR_DIR
 
 from .ahead import OpenedAhead
@@ -133,12 +132,12 @@ class StepOutput:
         self._writer = writer if writer is not None else self._new_writer(path)
         return self._writer
 
-    def _new_writer(self, path: str, journal_name: str = JOURNAL_NAME, dir_made: bool = False) -> StepWriter:
+    def _new_writer(self, path: str, dir_made: bool = False) -> StepWriter:
         """``dir_made``: ``path`` exists (``OpenedAhead`` made it)."""
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), journal_name, self._journal_capacity,
+        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), self._journal_capacity,
                           self._journal_expected, make_dir=not dir_made and not tensor_dir)
 
     def _file_writer(self) -> TensorFileWriter:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, json_record
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, json_record
 from msprobe.schema.jsonio import compact_dumps, temporary_path, write_bytes_atomic
 
 from . import native
@@ -50,13 +50,13 @@ class StepWriter(RankWriter):
 
     pickled = False
 
-    def __init__(self, rank_dir: str, header: Dict[str, Any], journal_name: str = JOURNAL_NAME,
-                 capacity: int = 1 << 18, expected: Optional[int] = None, make_dir: bool = True) -> None:
+    def __init__(self, rank_dir: str, header: Dict[str, Any], capacity: int = 1 << 18,
+                 expected: Optional[int] = None, make_dir: bool = True) -> None:
         self._batch: List[bytes] = []
         self._line = json_line_encoder()
         helpers = native.helpers()
         self._append = helpers.journal_entry if helpers is not None else None
-        super().__init__(rank_dir, header, autoflush=False, journal_name=journal_name, make_dir=make_dir)
+        super().__init__(rank_dir, header, autoflush=False, make_dir=make_dir)
         self._fd = self._handle.fileno()  # records go through the mapping or the descriptor, none through the handle
         self._mapped = _mapped_journal(self.journal_path, capacity, capacity if expected is None else expected)
         self._target: Union[int, Any] = self._fd if self._mapped is None else self._mapped

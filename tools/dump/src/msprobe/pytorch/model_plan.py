@@ -9,7 +9,6 @@ dead reference also makes it stale: an id reused by a new object cannot pass.
 """
 from __future__ import annotations
 
-import array
 import struct
 import weakref
 from typing import Iterator, List, Tuple
@@ -46,13 +45,10 @@ class ModelPlan:
         return not self._deaths and self._members[0][0]() is model and _same_members(self._members)
 
 
-_POINTER = next(code for code in "ILQ" if array.array(code).itemsize == struct.calcsize("P"))
-"""The array type code of an unsigned integer as wide as a pointer"""
-
-
 def _ids(members: dict) -> bytes:
     """The ids of ``members``' values as native pointers, packed (``_native.same_members`` reads them)."""
-    return array.array(_POINTER, map(id, members.values())).tobytes()
+    ids = [id(value) for value in members.values()]
+    return struct.pack(f"{len(ids)}P", *ids)
 
 
 def _same_members_python(items: List[Tuple["weakref.ref", str, bytes]]) -> bool:
