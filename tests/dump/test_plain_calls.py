@@ -15,6 +15,7 @@ import torch
 
 from msprobe.dump import native
 from msprobe.dump.engine import DumpEngine
+from msprobe.schema.journal import decimal_floats
 from msprobe.pytorch import PrecisionDebugger
 
 kernel = native.helpers()
@@ -129,7 +130,7 @@ def test_record_plain_call_names_counts_writes_and_keeps(tmp_path):
     written = (tmp_path / "journal").read_bytes().splitlines()
     entry = {"input_args": [{"type": "torch.Tensor", "Max": 1.5}] * 2,
              "input_kwargs": {"alpha": {"type": "int", "value": 2}}, "output": [{"type": "torch.Tensor", "Max": 1.5}]}
-    assert [json.loads(line) for line in written] == [["d", f"Torch.add.{i}.forward", entry] for i in (0, 1)]
+    assert [json.loads(decimal_floats(line)) for line in written] == [["d", f"Torch.add.{i}.forward", entry] for i in (0, 1)]
     assert list(lines) == ["Torch.add.0.forward", "Torch.add.1.forward"] and lines["Torch.add.1.forward"] == written[1] + b"\n"
     assert metadata == [("s", f"Torch.add.{i}.forward", ["File a.py, line 1, in f, \n x"]) for i in (0, 1)]
     assert not any(gc.is_tracked(item) for item in metadata)  # no young-generation collections for them

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from msprobe.dump import stepfiles
 from msprobe.dump.stepfiles import StepWriter
 from msprobe.schema import RankWriter
-from msprobe.schema.journal import read_journal
+from msprobe.schema.journal import decimal_floats, read_journal
 
 
 class JsonLinesWriter(RankWriter):
@@ -40,9 +44,14 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path, helpers_or_not):
     reference.flush()
     journal = (tmp_path / "step" / "dump.journal").read_bytes()
     records = (tmp_path / "reference" / "dump.journal").read_bytes()
-    # the same records; a mapped journal (compiled helpers) then holds the zeros reserved after them
-    assert journal[:len(records)] == records and not journal[len(records):].strip(b"\0")
-    assert (len(journal) > len(records)) == (helpers_or_not == "compiled")
+    # the same records, the compiled encoder's floats in hex; a mapped journal (compiled helpers) then
+    # holds the zeros reserved after them
+    compiled = helpers_or_not == "compiled"
+    used = journal.rstrip(b"\0")
+    assert decimal_floats(used) == records and not journal[len(used):].strip(b"\0")
+    assert (b", #" in used, len(journal) > len(used)) == (compiled, compiled)
+    if compiled:
+        assert stepfiles.native.helpers().decimal_floats(used) == records
     pickled = RankWriter(tmp_path / "pickled", HEADER)  # the other spelling of the same records
     _write(pickled)
     pickled.flush()
@@ -140,3 +149,31 @@ def test_write_files_names_the_file_it_cannot_write_and_leaves_no_temporary(help
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.journal", "dump.json"]
     with pytest.raises(TypeError):
         helpers.write_files([(str(tmp_path / "x"), str(tmp_path / ".x.tmp"), "not bytes")], None)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.one_of(st.floats(), st.floats(width=32), st.text(max_size=6),
+                                st.sampled_from(['#3ff0000000000000', '\\"#4000000000000000', '#', '\\']),
+                                st.integers(), st.none()), max_size=12))
+def test_journal_lines_hex_floats_read_back_as_json_spells_them(helpers, tmp_path, items):
+    """journal_entry spells finite floats in hex; decimal_floats (C, on the writer thread) and the schema
+    library's reader (Python) give json.dumps's text back, byte for byte."""
+    lines = {}
+    fd = os.open(tmp_path / "journal", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        helpers.journal_entry(fd, lines, "Torch.x#.0.forward", {"output": items})
+    finally:
+        os.close(fd)
+    line = lines["Torch.x#.0.forward"]
+    expected = (json.dumps(["d", "Torch.x#.0.forward", {"output": items}], ensure_ascii=False) + "\n").encode()
+    assert helpers.decimal_floats(line) == decimal_floats(line) == expected
+    assert line.count(b"#") - expected.count(b"#") == sum(isinstance(v, float) and math.isfinite(v) for v in items)
+
+
+def test_decimal_floats_leaves_what_is_not_a_hex_float(helpers):
+    for text in (b"", b"[1.5, NaN]", b"[#12]", b'["#3ff0000000000000"]', b"[#3ff000000000000g]"):
+        assert helpers.decimal_floats(text) == decimal_floats(text) == text
+    infinity = b"[#3ff0000000000000, #7ff0000000000000]"  # (never written: journal_entry writes Infinity)
+    assert helpers.decimal_floats(infinity) == decimal_floats(infinity) == b"[1.0, #7ff0000000000000]"
+    with pytest.raises(TypeError):
+        helpers.decimal_floats("[#3ff0000000000000]")

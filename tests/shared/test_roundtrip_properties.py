@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msprobe.schema import RankWriter, SchemaError, find_rank_dirs, load_dump, read_journal
-from msprobe.schema.journal import DUMP_NAME, JOURNAL_NAME
+from msprobe.schema.journal import DUMP_NAME, JOURNAL_NAME, decimal_floats
 
 stat = st.one_of(st.none(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True, width=32))
 record = st.fixed_dictionaries({
@@ -165,3 +166,36 @@ def test_journal_ending_in_reserved_zeros_is_read(tmp_path):
         (rank_dir / JOURNAL_NAME).write_bytes((text + tail).encode() + b"\0" * 70000)
         files = read_journal(rank_dir / JOURNAL_NAME)
         assert list(files.dump.data) == ["Torch.exp.0.forward"] and files.dump.recovered
+
+
+def _hex_spelled(items) -> bytes:
+    """``items`` as a JSON list with each finite float spelled as the dump's journal lines spell it."""
+    parts = [f"#{struct.pack('>d', item).hex()}" if isinstance(item, float) and math.isfinite(item)
+             else json.dumps(item, ensure_ascii=False) for item in items]
+    return ("[" + ", ".join(parts) + "]").encode("utf-8")
+
+
+# strings that look like hex floats, or hide a quote before one, must stay as they are
+tricky_text = st.sampled_from(['#3ff0000000000000', '"#3ff0000000000000', '\\', '\\"#4000000000000000', '#', ''])
+line_items = st.lists(st.one_of(st.floats(), st.floats(width=32), st.text(max_size=6), tricky_text,
+                                st.integers(), st.none()), max_size=12)
+
+
+@SETTINGS
+@given(items=line_items)
+def test_hex_floats_read_back_as_json_spells_them(items):
+    assert decimal_floats(_hex_spelled(items)) == json.dumps(items, ensure_ascii=False).encode("utf-8")
+
+
+def test_journal_with_hex_floats_reads_back_exact_values(tmp_path):
+    rank_dir = tmp_path / "rank"
+    rank_dir.mkdir()
+    values = [1.0, -0.0, 5e-324, 1e-300, 0.1, struct.unpack("f", struct.pack("f", 0.1))[0], -1e22]
+    records = b", ".join(b'{"type": "torch.Tensor", "Max": ' + _hex_spelled([v])[1:-1] + b"}" for v in values)
+    text = b'["h", {"task": "statistics", "framework": "pytorch"}]\n' \
+           b'["d", "Torch.exp.0.forward", {"output": [' + records + b"]}]\n"
+    (rank_dir / JOURNAL_NAME).write_bytes(text)
+    assert b'"Max": #3ff0000000000000}' in text
+    files = read_journal(rank_dir / JOURNAL_NAME)
+    read = [record["Max"] for record in files.dump.data["Torch.exp.0.forward"]["output"]]
+    assert [struct.pack(">d", v) for v in read] == [struct.pack(">d", v) for v in values]  # -0.0 too

@@ -12,7 +12,9 @@ The journal is ``JOURNAL_MAGIC`` followed by one pickle (protocol 4) per record 
 this way costs a fifth of its JSON text with the json module), or one JSON line per record (what the
 dump engine writes: its own encoder makes the JSON of an entry once, for the journal and dump.json;
 it writes through a memory mapping of a file reserved ahead, so a journal it leaves when killed ends
-in zero bytes, which the reader drops).
+in zero bytes, which the reader drops). In a JSON line, a finite float may be spelled ``#`` and the 16
+hex digits of its IEEE 754 bits (``#3ff0000000000000`` is 1.0): exact, and cheap enough to write in a
+hook; :func:`decimal_floats` spells them as the json module does.
 Records hold plain values only (dicts, lists, strings, numbers, booleans, None); the reader refuses
 any pickle that names a class or a function, so reading a journal never runs code.
 """
@@ -20,8 +22,11 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pickle
+import re
+import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +154,23 @@ def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
         yield f"record {number}", item
 
 
+_STRING_OR_HEX_FLOAT = re.compile(rb'"(?:[^"\\]|\\.)*"|#([0-9a-f]{16})')
+
+
+def _decimal(match: "re.Match[bytes]") -> bytes:
+    bits = match.group(1)
+    if bits is None:  # a string: its text stays as it is
+        return match.group(0)
+    value = struct.unpack(">d", bytes.fromhex(bits.decode("ascii")))[0]
+    return json.dumps(value).encode("ascii") if math.isfinite(value) else match.group(0)  # never written
+
+
+def decimal_floats(text: bytes) -> bytes:
+    """JSON journal text with its hex floats (``#`` and 16 hex digits, outside strings) spelled as
+    ``json.dumps`` spells them; text without them as it is."""
+    return _STRING_OR_HEX_FLOAT.sub(_decimal, text) if b"#" in text else text
+
+
 def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
     # a journal written through a memory mapping and left by a killed process ends in the zeros reserved
     # after its last record
@@ -158,7 +180,7 @@ def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(decimal_floats(line))
         except ValueError:
             if number == last:
                 return  # the write the kill interrupted

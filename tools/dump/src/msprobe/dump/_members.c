@@ -160,7 +160,7 @@ static PyObject *dump_members(PyObject *self, PyObject *entries) {
         PyErr_SetString(PyExc_TypeError, "dump_members(entries: dict)");
         return NULL;
     }
-    JsonBuffer buffer = {NULL, 0, 0};
+    JsonBuffer buffer = {NULL, 0, 0, 0};
     Py_ssize_t position = 0;
     PyObject *key, *line, *result = NULL;
     int first = 1, failed = 0;

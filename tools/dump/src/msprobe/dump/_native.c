@@ -5,7 +5,8 @@
  * torch_record (_record.c) makes a CPU tensor's whole dump.json record with them; encode_args and
  * encode_outputs (_walk.c) walk a call's arguments and outputs into records; json_bytes, json_line and
  * journal_entry (_json.c) encode records as JSON and append an entry to the journal, through the
- * journal's shared mapping (MappedJournal, _journal.c) where it has one; record_plain_call
+ * journal's shared mapping (MappedJournal, _journal.c) where it has one; decimal_floats (_decimal.c)
+ * spells the journal's hex floats as repr does, for dump.json; record_plain_call
  * (_call.c) records a whole API call made without autograd with them and finish_call the forward entry
  * of a call or module recorded in Python; record_gradient and record_param_gradient (_backward.c) are
  * the gradient hooks of a recorded call and of a parameter; module_pre and module_post (_module.c) a
@@ -556,6 +557,7 @@ static void int_reduce(const char *data, int kind, Py_ssize_t dims, const Py_ssi
 #include "_walk.c"
 #include "_journal.c"
 #include "_json.c"
+#include "_decimal.c"
 #include "_members.c"
 #include "_files.c"
 #include "_call.c"
@@ -611,6 +613,7 @@ static PyMethodDef methods[] = {
     {"json_bytes", (PyCFunction)json_bytes, METH_O, "json.dumps(value, ensure_ascii=False).encode() of plain values"},
     {"journal_entry", (PyCFunction)(void (*)(void))journal_entry, METH_FASTCALL, "write and keep an entry's journal line"},
     {"json_line", (PyCFunction)json_line, METH_O, "json_bytes(value) + b'\\n'"},
+    {"decimal_floats", (PyCFunction)decimal_floats, METH_O, "journal text with its hex floats in repr's digits"},
     {"dump_members", (PyCFunction)dump_members, METH_O, "dump.json's data members from a step's journal lines"},
     {"write_files", (PyCFunction)(void (*)(void))write_files, METH_FASTCALL, "files written atomically without the GIL"},
     {"prepare_dirs", (PyCFunction)(void (*)(void))prepare_dirs, METH_FASTCALL, "a journal's directories, without the GIL"},
@@ -632,6 +635,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_init();
+    json_init();
     if (record_init() < 0 || values_init() < 0 || call_init() < 0 || backward_init() < 0 ||
         module_init() < 0) {
         return NULL;

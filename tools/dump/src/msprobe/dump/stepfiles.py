@@ -3,7 +3,9 @@
 Each entry is encoded as JSON once, as it is recorded (``_native.journal_entry``, ~4x the json module's
 speed; the json module where the helpers are not built): that text is the entry's journal line (a
 killed process keeps it) and, when the step ends, its part of dump.json, which the background thread
-only joins. (Encoding a pickle on the hot path and the JSON later cost more in all: the JSON was still
+joins. The compiled encoder writes the line's floats in hex (their shortest decimal digits cost a hook
+100-500 ns a float, ~0.3 ms of a step on the bench model), and the background thread spells them in
+decimal while it joins (``_native.decimal_floats``, without the GIL). (Encoding a pickle on the hot path and the JSON later cost more in all: the JSON was still
 made, from records read back first, and on a 2-core machine that thread competes with the next step.)
 The journal and the files are those ``RankWriter`` with ``pickled = False`` writes; a journal left by a
 killed process is recovered by ``msprobe.schema`` as before.
@@ -16,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
-from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, json_record
+from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, decimal_floats, json_record
 from msprobe.schema.jsonio import compact_dumps, temporary_path, write_bytes_atomic
 
 from . import native
@@ -131,7 +133,7 @@ class StepWriter(RankWriter):
         self.flush()
         with self._lock:
             header = json_line(self._line, self._header)[:-1]
-            data = b'"data": {' + self._members() + b"}"
+            data = b'"data": {' + self._decimal_members(self._members()) + b"}"
             dump = header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}"
             files = [(self.rank_dir / DUMP_NAME, dump),
                      (self.rank_dir / STACK_NAME, compact_dumps(group_stacks(self._stacks)).encode("utf-8")),
@@ -146,6 +148,11 @@ class StepWriter(RankWriter):
                 write_bytes_atomic(path, blob)
             os.remove(self.journal_path)
 
+    @staticmethod
+    def _decimal_members(members: bytes) -> bytes:
+        helpers = native.helpers()
+        return decimal_floats(members) if helpers is None else helpers.decimal_floats(members)
+
     def _members(self) -> bytes:
         """``"name": value, ...`` of the step's entries, parts merged (``_native.dump_members`` where built)."""
         helpers = native.helpers()
@@ -159,7 +166,7 @@ class StepWriter(RankWriter):
             if isinstance(line, list):  # merged as read_journal merges records
                 merged: Dict[str, Any] = {}
                 for part in line:
-                    merged.update(json.loads(part)[2])
+                    merged.update(json.loads(decimal_floats(part))[2])
                 line = json_line(self._line, ["d", name, merged])
             head = compact_dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
             parts.append(head + b": " + line[len(head) + 8:-2])
