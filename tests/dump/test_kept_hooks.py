@@ -16,8 +16,10 @@ def _data(dump_dir, step):
 
 
 def _hooks_on(model):
-    """How many hooks the model's modules and parameters hold (the user's none)."""
-    modules = sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in model.modules())
+    """How many hooks the model's modules and parameters hold (the user's none); a module's call-through
+    (``hook_dicts``) is its pre and post hook."""
+    modules = sum(len(m._forward_pre_hooks) + len(m._forward_hooks) + 2 * ("_compiled_call_impl" in m.__dict__)
+                  for m in model.modules())
     params = sum(len(p._backward_hooks or {}) for p in model.parameters())
     return modules, params
 
