@@ -38,14 +38,14 @@ enum {
 /* each module's own: its counter key "Module.{path}.{Class}", its open calls, the Python hook */
 enum { O_BASE, O_CALLS, O_PYTHON, O_SIZE };
 
-static PyObject *s_grad_fn, *s_backward_hooks, *s_register_hook_dict, *s_register_hook, *s_view_as, *s_sequence_nr,
+static PyObject *s_grad_fn, *s_backward_hooks, *s_register_hook_dict, *s_register_hook, *s_sequence_nr,
     *s_parameters_dict, *s_want_backward, *s_n_args, *s_n_outputs, *s_engine_parameters, *s_open_plain;
 
 static int module_init(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_grad_fn, "grad_fn") INTERN(s_backward_hooks, "_backward_hooks")
     INTERN(s_register_hook_dict, "_register_hook_dict") INTERN(s_register_hook, "register_hook")
-    INTERN(s_view_as, "view_as") INTERN(s_sequence_nr, "_sequence_nr") INTERN(s_parameters_dict, "_parameters")
+    INTERN(s_sequence_nr, "_sequence_nr") INTERN(s_parameters_dict, "_parameters")
     INTERN(s_want_backward, "want_backward") INTERN(s_n_args, "n_args") INTERN(s_n_outputs, "n_outputs")
     INTERN(s_engine_parameters, "parameters") INTERN(s_open_plain, "open_plain")
 #undef INTERN
@@ -172,8 +172,9 @@ static PyObject *gradient_hook(PyObject *const *shared, PyObject *call, PyObject
     return hook;
 }
 
-/* gates.gate for one value: an identity view of a differentiable strided tensor, its gradient hooked
- * (a new reference: the view, or `value` itself); *gated += 1 and *last = the view when one is made */
+/* gates.gate for one value: an identity view (value[...], an alias) of a differentiable strided tensor,
+ * its gradient hooked (a new reference: the view, or `value` itself); *gated += 1 and *last = the view
+ * when one is made */
 static PyObject *gate_value(PyObject *const *shared, PyObject *tensor_type, PyObject *call, PyObject *side,
                             Py_ssize_t index, PyObject *value, int alias, Py_ssize_t *gated, PyObject **last) {
     if (!PyObject_TypeCheck(value, (PyTypeObject *)tensor_type)) {
@@ -186,7 +187,7 @@ static PyObject *gate_value(PyObject *const *shared, PyObject *tensor_type, PyOb
     if (wanted <= 0) {
         return wanted < 0 ? NULL : new_ref(value);
     }
-    PyObject *view = PyObject_CallMethodOneArg(value, s_view_as, value);
+    PyObject *view = PyObject_GetItem(value, Py_Ellipsis);
     if (view == NULL) {
         return NULL;
     }
