@@ -115,3 +115,18 @@ def test_global_hooks_or_a_compiled_call_keep_the_hooks_in_torchs_dicts():
     assert layer._compiled_call_impl is compiled and len(layer._forward_hooks) == 1
     hooks.remove()
     assert layer._compiled_call_impl is compiled and not layer._forward_hooks
+
+
+def test_a_call_through_passes_keyword_arguments_named_as_its_own_to_the_module():
+    class Scaled(torch.nn.Module):
+        def forward(self, x, ref=1.0, pre=1.0, post=1.0):
+            return x * ref * pre * post
+
+    seen = []
+    module = Scaled()
+    hooks = HookDicts()
+    hooks.module(module, *_recording_hooks(seen))
+    out = module(torch.ones(2), ref=2.0, pre=3.0, post=5.0)
+    assert torch.equal(out, torch.full((2,), 2 * 2.0 * 3.0 * 5.0 + 1))
+    assert seen == [("pre", "Scaled", {"ref": 2.0, "pre": 3.0, "post": 5.0}), ("post", "Scaled")]
+    hooks.remove()

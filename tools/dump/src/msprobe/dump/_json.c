@@ -14,7 +14,7 @@
 typedef struct {
     char *data;
     Py_ssize_t size, capacity;
-    int hex_floats; /* finite floats as HEX_FLOAT (a journal line) */
+    int hex_floats; /* finite floats in hex, '#' and 16 digits (a journal line) */
 } JsonBuffer;
 
 #define HEX_FLOAT_LENGTH 17 /* '#' and 16 hex digits */
@@ -463,9 +463,10 @@ static int write_whole(int fd, const char *data, Py_ssize_t size) {
 }
 
 /* journal_entry(journal, lines: dict, name, value) -> None: the record ["d", name, value] as a JSON
- * line (its floats in hex: HEX_FLOAT_LENGTH), appended to `journal` (a MappedJournal, or a file descriptor written to; whole either way: a
- * killed process keeps it) and kept in `lines[name]`, beside an earlier line of the same name as a list
- * (merged when the step ends). TypeError for values json_bytes refuses, before anything is written. */
+ * line (its finite floats in hex), appended to `journal` (a MappedJournal, or a file descriptor written
+ * to; whole either way: a killed process keeps it) and kept in `lines[name]`, beside an earlier line of
+ * the same name as a list (merged when the step ends). TypeError for values json_bytes refuses, before
+ * anything is written. */
 static PyObject *journal_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !PyDict_Check(args[1]) || !PyUnicode_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "journal_entry(journal, lines: dict, name: str, value)");

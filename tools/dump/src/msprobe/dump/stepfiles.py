@@ -4,9 +4,10 @@ Each entry is encoded as JSON once, as it is recorded (``_native.journal_entry``
 speed; the json module where the helpers are not built): that text is the entry's journal line (a
 killed process keeps it) and, when the step ends, its part of dump.json, which the background thread
 joins. The compiled encoder writes the line's floats in hex (their shortest decimal digits cost a hook
-100-500 ns a float, ~0.3 ms of a step on the bench model), and the background thread spells them in
-decimal while it joins (``_native.decimal_floats``, without the GIL). (Encoding a pickle on the hot path and the JSON later cost more in all: the JSON was still
-made, from records read back first, and on a 2-core machine that thread competes with the next step.)
+100-500 ns a float, ~0.17 ms of an L0 step on the bench model), and the background thread spells them
+in decimal while it joins (``_native.decimal_floats``, without the GIL). (Encoding a pickle on the hot
+path and the JSON later cost more in all: the JSON was still made, from records read back first, and on
+a 2-core machine that thread competes with the next step.)
 The journal and the files are those ``RankWriter`` with ``pickled = False`` writes; a journal left by a
 killed process is recovered by ``msprobe.schema`` as before.
 """

@@ -101,8 +101,9 @@ class HookDicts:
         self._through.clear()
 
 
-def _call_through(ref: Any, pre: Callable, post: Callable, *args: Any, **kwargs: Any) -> Any:
-    """A module's call with ``pre`` and ``post`` as its forward pre hook and forward hook (with kwargs)."""
+def _call_through(ref: Any, pre: Callable, post: Callable, /, *args: Any, **kwargs: Any) -> Any:
+    """A module's call with ``pre`` and ``post`` as its forward pre hook and forward hook (with kwargs); its
+    own parameters are positional-only, so a keyword argument of the module named ``pre`` is the module's."""
     module = ref()
     changed = pre(module, args, kwargs)
     if changed is not None:
