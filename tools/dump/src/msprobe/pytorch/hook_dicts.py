@@ -64,9 +64,10 @@ class HookDicts:
         if state is None or state.get("_compiled_call_impl") is not None or state.get("_forward_pre_hooks") or \
                 state.get("_forward_hooks") or state.get("_backward_pre_hooks") or state.get("_backward_hooks"):
             return False
-        through = functools.partial(_call_through, weakref.ref(module), pre, post)
+        ref = weakref.ref(module)
+        through = functools.partial(_call_through, ref, pre, post)
         state["_compiled_call_impl"] = through
-        self._through.append((weakref.ref(module), through))
+        self._through.append((ref, through))
         return True
 
     def tensor(self, tensor: torch.Tensor, hook: Callable) -> None:
