@@ -49,6 +49,20 @@ def test_every_half_precision_bit_pattern_converts_exactly(kind, dtype):
 
 
 @needs_kernel
+def test_every_half_bit_pattern_converts_exactly_in_the_vector_loop():
+    """32 copies of each pattern: one step of the two-row loop (the single-element test above takes the
+    scalar tail), where the float16 conversion is vectorised."""
+    repeated = np.repeat(np.arange(1 << 16, dtype=np.uint16), 32)
+    values = torch.from_numpy(repeated.view(np.float16).copy())
+    expected = values[::32].double().numpy()
+    base, width = values.data_ptr(), 32 * values.element_size()
+    got = np.array([kernel.stats(base + i * width, 32, native.F16)[:2] for i in range(1 << 16)])
+    for column in (0, 1):
+        same = (got[:, column] == expected) | (np.isnan(got[:, column]) & np.isnan(expected))
+        assert same.all(), np.flatnonzero(~same)[:5]
+
+
+@needs_kernel
 def test_nan_and_infinity_follow_numpy():
     with_nan = torch.tensor([1.0, float("nan"), -3.0] * 11)
     assert all(v != v for v in stats.reduce(with_nan, "normal", False).ready.values())
@@ -243,3 +257,19 @@ def test_every_c_file_is_part_of_the_builds_identity():
     here = native._SOURCE.parent
     sources = native.included(native._SOURCE.read_bytes())
     assert {path.name for path in sources} == {path.name for path in here.glob("_*.c")} - {"_native.c"}
+
+
+def test_reduce_kernel_bench_prints_every_dtype():
+    """bench/reduce_kernel.py runs and reports the four float kinds (a tiny run: the figures are not checked)."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "reduce_kernel.py"
+    done = subprocess.run([sys.executable, str(script), "--numel", "4096", "--rounds", "1"], capture_output=True,
+                          text=True, timeout=300)
+    if kernel is None:
+        assert done.returncode == 1 and "not built" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[2:]}
+    assert sorted(rows) == ["bfloat16", "float16", "float32", "float64"]
+    assert all(float(row[1]) > 0 and row[3].endswith("x") for row in rows.values())
