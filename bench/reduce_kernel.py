@@ -4,18 +4,18 @@ against torch's own four reductions of the same tensor, per dtype, in one proces
     python bench/reduce_kernel.py [--numel 65536] [--rounds 7]
 
 Each round times both on the same tensor, one after the other, and the best round of each is kept (on
-a shared machine the fastest round is the one least disturbed). torch's way is what the Python path
-and msprobe do: the tensor widened to float32 (float64 stays), then max, min, sum and norm, four passes.
+a shared machine the fastest round is the one least disturbed). torch's way, as msprobe computes its
+statistics: the tensor widened to float32 (float64 stays), then max, min, sum and norm, four passes.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "shared" / "src"), str(ROOT / "tools" / "dump" / "src")]
+from dump_overhead import SOURCES  # (beside this file: its directory is first on the path)
+
+sys.path[:0] = SOURCES
 
 
 def _best(run, rounds: int, calls: int) -> float:
