@@ -17,7 +17,8 @@ def _run(tmp_path, body, summary_mode="statistics"):
 
 def _counting(monkeypatch):
     """Shapes of the tensors whose statistics were computed, by the Python path (``stats.reduce``) or
-    the C one (``torch_record``, seen as a new key of contents in the cache it shares with the Python path)."""
+    the C one (``torch_record``: a record whose statistics are new objects; one served from a cache holds
+    the objects computed before)."""
     reduced = []
     original = stats.reduce
 
@@ -26,21 +27,18 @@ def _counting(monkeypatch):
         return original(tensor, precision, md5)
     monkeypatch.setattr(stats, "reduce", counted)
     maker = TorchAdapter.record_maker
+    seen = []  # every Max handed out, kept alive so that no id is reused
 
     def counting_maker(adapter, precision, md5, shared=False):
         whole = maker(adapter, precision, md5, shared)
         if whole is None:
             return None
-        entries = whole.args[0]
-
-        def contents():  # the keys of contents (tuples), not those of tensor objects (ints)
-            return sum(type(key) is tuple for key in entries)
 
         def record(tensor):
-            before = contents()
             made = whole(tensor)
-            if contents() != before:
+            if made is not None and not any(made["Max"] is earlier for earlier in seen):
                 reduced.append(tuple(tensor.shape))
+                seen.append(made["Max"])
             return made
         return record
     monkeypatch.setattr(TorchAdapter, "record_maker", counting_maker)

@@ -100,21 +100,33 @@ def test_torch_record_of_aliases_at_an_offset():
 
 
 def test_torch_record_shares_the_statistics_cache_with_the_python_path():
+    """Views are kept by contents in the dict the Python path uses (either path serves what the other
+    stored); a tensor that is no view is kept by itself only, and a view covering all of it is served
+    from that record."""
     adapter = TorchAdapter()
     made = adapter.record_maker("normal", False)
+    entries = adapter._stat_cache.entries
     x = torch.randn(5, 5)
     first = made(x)
-    assert len(adapter._stat_cache) == 2  # x's contents, and x itself (test_torch_record_knows_tensor_objects)
-    # the Python path finds what the C path stored (the same dict, the same key) ...
-    assert adapter.tensor_stats(x.view(25), "normal", False)["Max"] == first["Max"]
-    y = torch.randn(5, 5)  # ... and the C path serves what the Python path stored
-    python = adapter.tensor_stats(y, "normal", False)
-    _, key, owner = adapter._stat_cache.lookup(y)
-    adapter._stat_cache.store(key, owner, dict(python, Max=123.0))  # marked: served, not recomputed
-    assert made(y)["Max"] == 123.0
-    assert made(y.view(25))["Max"] == 123.0  # a view of the same contents: the same key
-    x.add_(1)  # a write changes the version: a new key, new statistics
+    assert list(entries) == [id(x)]  # x itself (test_torch_record_knows_tensor_objects), no contents key
+    ref, version, dtype, kept, contiguous = entries[id(x)]
+    entries[id(x)] = (ref, version, dtype, dict(kept, Max=123.0), contiguous)  # marked: served, not recomputed
+    assert made(x.view(25))["Max"] == 123.0  # all of x at offset 0: x's own record
+    assert made(x.t())["Max"] == 123.0  # a transpose covers the same block
+    assert made(x[1:])["Max"] == x[1:].max().item()  # part of it: its own statistics
+    y = torch.randn(5, 5)  # the C path serves what the Python path stored for a view ...
+    python = adapter.tensor_stats(y.view(25), "normal", False)
+    _, key, owner = adapter._stat_cache.lookup(y.view(25))
+    adapter._stat_cache.store(key, owner, dict(python, Max=456.0))
+    assert made(y.reshape(5, 5))["Max"] == 456.0  # another view of the same contents: the same key
+    z = torch.randn(5, 5)  # ... and the Python path finds what the C path stored for one
+    made(z.t())
+    (key,) = [k for k in entries if isinstance(k, tuple) and k[0] == id(z)]
+    entries[key] = (entries[key][0], dict(entries[key][1], Max=789.0))
+    assert adapter.tensor_stats(z.view(25), "normal", False)["Max"] == 789.0
+    x.add_(1)  # a write changes the version: new statistics, for x and its views
     assert made(x)["Max"] == pytest.approx(first["Max"] + 1)
+    assert made(x.view(25))["Max"] == pytest.approx(first["Max"] + 1)
 
 
 def test_torch_record_knows_tensor_objects():

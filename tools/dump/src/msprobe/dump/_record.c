@@ -7,9 +7,13 @@
  * that is not a final dict) and msprobe/pytorch/stats.py makes that record instead.
  *
  * The statistics cache is the dict of msprobe/pytorch/content_cache.py, with its keys and values:
- * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict). This adds
- * records by tensor object: id(tensor) (an int key, which the content keys never equal) -> (weakref to
- * the tensor, version, dtype, record, contiguous). The same object at the same version, shape and dtype
+ * (id(root), storage_offset, numel, dtype, version) -> (weakref to root, statistics dict), which this
+ * reads and writes for dense views only. Every record is also kept by tensor object: id(tensor) (an int
+ * key, which the content keys never equal) -> (weakref to the tensor, version, dtype, record,
+ * contiguous), and a tensor that is no view is found by that alone; a view covering all of its root at
+ * offset 0 is served from the root's (root_statistics). Keying those by contents as well cost a key,
+ * a weak reference and an entry a record, for hits the kept record gives anyway. The same object at
+ * the same version, shape and dtype
  * has the same record but for requires_grad, read again: one API's output is the next one's input (an
  * optimizer's chain of in-place updates), and probing the layout again costs 4 method calls. The same
  * object, kept contiguous, at a new version (the next in-place update) has new statistics but probes
@@ -25,6 +29,7 @@ static PyObject *k_type, *k_dtype, *k_shape, *k_max, *k_min, *k_mean, *k_norm, *
  * every record (a tenth of a small tensor's record); a record's eight items are set in a copy of a
  * template holding its keys, which a copy makes at its full size at once. */
 static PyObject *record_template, *record_keys[8];
+static PyObject *stats_key[5]; /* k_max, k_min, k_mean, k_norm, k_md5: a Stats' keys */
 
 static PyObject *filled_dict(PyObject *template, PyObject *const *keys, PyObject *const *values, int count) {
     PyObject *dict = template != NULL ? PyDict_Copy(template) : PyDict_New();
@@ -46,6 +51,8 @@ static int record_init(void) {
     INTERN(k_min, "Min") INTERN(k_mean, "Mean") INTERN(k_norm, "Norm") INTERN(k_requires_grad, "requires_grad")
     INTERN(k_md5, "md5") INTERN(v_tensor_type, "torch.Tensor")
 #undef INTERN
+    PyObject *statistics[5] = {k_max, k_min, k_mean, k_norm, k_md5};
+    memcpy(stats_key, statistics, sizeof statistics);
     PyObject *keys[8] = {k_type, k_dtype, k_shape, k_max, k_min, k_mean, k_norm, k_requires_grad};
     PyObject *nones[8] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
     memcpy(record_keys, keys, sizeof keys);
@@ -260,12 +267,49 @@ static void reduce_rows(const char *data, const Layout *layout, int kind, Py_ssi
     }
 }
 
-/* The statistics of the block (a new dict), with "md5" when `md5` is set */
-static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, int md5, Py_ssize_t item,
-                                  const Layout *rows) {
+/* A block's statistics as the records hold them: Max, Min, Mean, Norm and, in md5 mode, md5 (NULL
+ * otherwise); new references. Kept out of a dict until a record or the content cache needs one: most
+ * records are of tensors that are not views, whose statistics go straight into their record. */
+typedef struct {
+    PyObject *item[5];
+} Stats;
+
+static void stats_clear(Stats *stats) {
+    for (int i = 0; i < 5; i++) {
+        Py_CLEAR(stats->item[i]);
+    }
+}
+
+/* The statistics a dict (a kept record, a cache entry) holds: 1, or 0 (nothing taken) when one is missing */
+static int stats_of(PyObject *dict, int md5, Stats *stats) {
+    for (int i = 0; i < 5; i++) {
+        PyObject *value = i < 4 || md5 ? PyDict_GetItem(dict, stats_key[i]) : NULL;
+        if (value == NULL && (i < 4 || md5)) {
+            stats_clear(stats);
+            return 0;
+        }
+        Py_XINCREF(value);
+        stats->item[i] = value;
+    }
+    return 1;
+}
+
+/* dict[key] = value for each statistic there is: 0, or -1 on error */
+static int set_stats(PyObject *dict, const Stats *stats) {
+    for (int i = 0; i < 5; i++) {
+        if (stats->item[i] != NULL && PyDict_SetItem(dict, stats_key[i], stats->item[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The statistics of the block, with md5 when `md5` is set: 0, or -1 on error (nothing set) */
+static int block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, int md5, Py_ssize_t item,
+                            const Layout *rows, Stats *stats) {
     PyObject *address = call_method(tensor, s_data_ptr);
     if (address == NULL) {
-        return NULL;
+        return -1;
     }
     const void *data = PyLong_AsVoidPtr(address);
     Py_DECREF(address);
@@ -273,7 +317,7 @@ static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, 
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "torch_record: null address");
         }
-        return NULL;
+        return -1;
     }
     double out[4];
     if (rows != NULL) {
@@ -281,58 +325,87 @@ static PyObject *block_statistics(PyObject *tensor, Py_ssize_t numel, int kind, 
     } else {
         reduce_block(data, numel, kind, out);
     }
-    PyObject *keys[4] = {k_max, k_min, k_mean, k_norm};
-    PyObject *values[4] = {PyFloat_FromDouble(out[0]), PyFloat_FromDouble(out[1]),
-                           PyFloat_FromDouble(out[2] / (double)numel), PyFloat_FromDouble(sqrt(out[3]))};
-    PyObject *stats = filled_dict(NULL, keys, values, 4);
-    for (int i = 0; i < 4; i++) {
-        Py_XDECREF(values[i]);
-    }
-    if (stats != NULL && md5) {
+    stats->item[0] = PyFloat_FromDouble(out[0]);
+    stats->item[1] = PyFloat_FromDouble(out[1]);
+    stats->item[2] = PyFloat_FromDouble(out[2] / (double)numel);
+    stats->item[3] = PyFloat_FromDouble(sqrt(out[3]));
+    stats->item[4] = NULL;
+    if (md5) {
         char text[9];
         snprintf(text, sizeof text, "%08x", crc32_ieee(0, (const unsigned char *)data, (size_t)(numel * item)));
-        PyObject *crc = PyUnicode_FromString(text);
-        if (crc == NULL || PyDict_SetItem(stats, k_md5, crc) < 0) {
-            Py_CLEAR(stats);
-        }
-        Py_XDECREF(crc);
+        stats->item[4] = PyUnicode_FromString(text);
     }
-    return stats;
+    for (int i = 0; i < 4 + md5; i++) {
+        if (stats->item[i] == NULL) {
+            stats_clear(stats);
+            return -1;
+        }
+    }
+    return 0;
 }
 
-/* The cached statistics of `key` when its root is still `root` (borrowed), else NULL without error */
-static PyObject *cached(PyObject *entries, PyObject *key, PyObject *root) {
+/* The cached statistics of `key` when its root is still `root` (borrowed): 1, else 0 (none taken) */
+static int cached(PyObject *entries, PyObject *key, PyObject *root, int md5, Stats *stats) {
     PyObject *hit = PyDict_GetItemWithError(entries, key);
     if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
-        return NULL;
+        return 0;
     }
     PyObject *owner = weak_target(PyTuple_GET_ITEM(hit, 0));
     PyObject *value = PyTuple_GET_ITEM(hit, 1);
-    return owner == root && PyDict_CheckExact(value) ? value : NULL;
+    return owner == root && PyDict_CheckExact(value) && stats_of(value, md5, stats);
 }
 
-static int store(PyObject *entries, PyObject *key, PyObject *root, PyObject *stats, Py_ssize_t limit) {
+static int store(PyObject *entries, PyObject *key, PyObject *root, const Stats *stats, Py_ssize_t limit) {
     if (PyDict_GET_SIZE(entries) >= limit) {
         PyDict_Clear(entries);
     }
-    PyObject *ref = PyWeakref_NewRef(root, NULL);
-    if (ref == NULL) {
-        return -1;
+    PyObject *ref = PyWeakref_NewRef(root, NULL), *dict = PyDict_New(), *value = NULL;
+    if (ref != NULL && dict != NULL && set_stats(dict, stats) == 0) {
+        value = PyTuple_Pack(2, ref, dict);
     }
-    PyObject *value = PyTuple_Pack(2, ref, stats);
     untrack(ref);
+    untrack(dict);
     untrack(value);
     untrack(key);
-    Py_DECREF(ref);
+    Py_XDECREF(ref);
+    Py_XDECREF(dict);
     int failed = value == NULL || PyDict_SetItem(entries, key, value) < 0;
     Py_XDECREF(value);
     return failed ? -1 : 0;
 }
 
-/* The statistics of `tensor` (a new reference): from the cache or computed and cached; Py_None when
- * the tensor is not one this path handles. */
-static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, const RecordArgs *args,
-                                   PyObject **version_out, PyObject **shape_out, int *contiguous) {
+/* The statistics of a dense view at offset 0 covering its whole root (`count` elements) from the record
+ * kept for the root at the view's version (a view shares its root's version counter): 1, else 0. Only
+ * views are in the content cache: a tensor that is no view is found by its own kept record, so its
+ * contents reach a view of it through that. */
+static int root_statistics(PyObject *entries, PyObject *root, PyObject *dtype, PyObject *version, Py_ssize_t count,
+                           int md5, Stats *stats) {
+    PyObject *id = PyLong_FromVoidPtr(root);
+    PyObject *known = id == NULL ? NULL : PyDict_GetItemWithError(entries, id);
+    Py_XDECREF(id);
+    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 5 ||
+        weak_target(PyTuple_GET_ITEM(known, 0)) != root || PyTuple_GET_ITEM(known, 2) != dtype ||
+        PyTuple_GET_ITEM(known, 4) != Py_True) { /* kept contiguous: its statistics are of its block */
+        return 0;
+    }
+    PyObject *kept = PyTuple_GET_ITEM(known, 3), *dims = PyDict_GetItem(kept, k_shape);
+    Py_ssize_t numel = 1;
+    for (Py_ssize_t i = 0; dims != NULL && PyList_Check(dims) && i < PyList_GET_SIZE(dims); i++) {
+        numel *= PyLong_AsSsize_t(PyList_GET_ITEM(dims, i));
+    }
+    int same = dims == NULL || PyErr_Occurred() || numel != count ? 0
+             : PyObject_RichCompareBool(version, PyTuple_GET_ITEM(known, 1), Py_EQ);
+    if (same <= 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return stats_of(kept, md5, stats);
+}
+
+/* The statistics of `tensor`: 1 with `stats` set (from the cache or computed), 0 when the tensor is not
+ * one this path handles, -1 on error. */
+static int tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, const RecordArgs *args,
+                             PyObject **version_out, PyObject **shape_out, int *contiguous, Stats *stats) {
     PyObject *entries = args->entries;
     Py_ssize_t limit = args->limit, max_numel = args->max_numel;
     int md5 = args->md5;
@@ -351,62 +424,56 @@ static PyObject *tensor_statistics(PyObject *tensor, PyObject *dtype, int kind, 
         }
     }
     if (ok <= 0) {
-        return ok < 0 ? NULL : none_ref();
+        return ok;
     }
     PyObject *version = PyObject_GetAttr(tensor, s_version);
     if (version == NULL) { /* an inference tensor: no version counter, never cached (Python's path) */
         PyErr_Clear();
-        return none_ref();
+        return 0;
     }
-    /* the element count from the shape the record needs anyway; a tensor that is not a view has its own
-     * id in the key, so its offset (0 but for `.data` of a view) need not be read: one method call
-     * (through torch's argument parser) less each */
-    PyObject *shape = PyObject_GetAttr(tensor, s_shape), *base = PyObject_GetAttr(tensor, s_base), *numel = NULL;
-    PyObject *offset = NULL, *key = NULL, *id = NULL, *stats = NULL;
+    PyObject *shape = PyObject_GetAttr(tensor, s_shape), *base = PyObject_GetAttr(tensor, s_base);
+    PyObject *numel = NULL, *offset = NULL, *key = NULL, *id = NULL;
     Py_ssize_t count = shape == NULL || !PyTuple_Check(shape) ? -1 : 1;
     for (Py_ssize_t d = 0; count >= 0 && d < PyTuple_GET_SIZE(shape); d++) {
         count *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
     }
+    int found = 0;
     if (PyErr_Occurred() || base == NULL || count < 0) {
-        stats = PyErr_Occurred() ? NULL : none_ref(); /* (a shape that is not a tuple: the Python path) */
-        goto done;
-    }
-    numel = PyLong_FromSsize_t(count);
-    offset = base == Py_None ? PyLong_FromLong(0) : call_method(tensor, s_storage_offset);
-    if (numel == NULL || offset == NULL) {
+        found = PyErr_Occurred() ? -1 : 0; /* (a shape that is not a tuple: the Python path) */
         goto done;
     }
     if (count == 0 || count > max_numel) {
-        stats = none_ref();
         goto done;
     }
-    /* content_cache.py's keys: a block by its contents, a strided tensor by itself */
-    PyObject *root = rows ? tensor : base == Py_None ? tensor : base;
-    id = PyLong_FromVoidPtr(root);
-    if (rows && id != NULL) {
-        Py_DECREF(offset);
-        Py_DECREF(numel);
-        offset = PyLong_FromLong(-1);
-        numel = PyLong_FromLong(-1);
-        if (offset == NULL || numel == NULL) {
+    if (base != Py_None && !rows) { /* a dense view: content_cache.py's key (root, offset, numel, dtype, version) */
+        numel = PyLong_FromSsize_t(count);
+        offset = numel == NULL ? NULL : call_method(tensor, s_storage_offset);
+        id = offset == NULL ? NULL : PyLong_FromVoidPtr(base);
+        key = id == NULL ? NULL : PyTuple_Pack(5, id, offset, numel, dtype, version);
+        if (key == NULL) {
+            found = -1;
+            goto done;
+        }
+        found = cached(entries, key, base, md5, stats);
+        if (!found && !PyErr_Occurred() && PyLong_AsSsize_t(offset) == 0) {
+            found = root_statistics(entries, base, dtype, version, count, md5, stats);
+        }
+        if (PyErr_Occurred()) {
+            stats_clear(stats);
+            found = -1;
             goto done;
         }
     }
-    key = id == NULL ? NULL : PyTuple_Pack(5, id, offset, numel, dtype, version);
-    if (key == NULL) {
-        goto done;
-    }
-    stats = cached(entries, key, root);
-    if (stats != NULL) {
-        Py_INCREF(stats);
-    } else if (!PyErr_Occurred()) {
-        stats = block_statistics(tensor, count, kind, md5, FLOAT_ITEM_SIZE[kind], rows ? &layout : NULL);
-        if (stats != NULL && store(entries, key, root, stats, limit) < 0) {
-            Py_CLEAR(stats);
+    if (!found) {
+        found = block_statistics(tensor, count, kind, md5, FLOAT_ITEM_SIZE[kind], rows ? &layout : NULL, stats) < 0
+              ? -1 : 1;
+        if (found > 0 && key != NULL && store(entries, key, base, stats, limit) < 0) {
+            stats_clear(stats);
+            found = -1;
         }
     }
 done:
-    if (stats != NULL && stats != Py_None) {
+    if (found > 0) {
         *version_out = version; /* the caller's references */
         *shape_out = shape;
     } else {
@@ -418,7 +485,7 @@ done:
     Py_XDECREF(offset);
     Py_XDECREF(id);
     Py_XDECREF(key);
-    return stats;
+    return found;
 }
 
 /* 1 when `shape` (a torch.Size) holds the ints of `dims` (a record's list), 0 when not, -1 on error */
@@ -444,10 +511,10 @@ static PyObject *or_declined(PyObject *record) {
     return record;
 }
 
-/* A copy of the kept record `kept` with `stats` (NULL: none) merged in and requires_grad set to `grad` */
-static PyObject *copied_record(PyObject *kept, PyObject *stats, PyObject *grad) {
+/* A copy of the kept record `kept` with `stats` (NULL: none) set and requires_grad set to `grad` */
+static PyObject *copied_record(PyObject *kept, const Stats *stats, PyObject *grad) {
     PyObject *record = PyDict_Copy(kept);
-    if (record != NULL && ((stats != NULL && PyDict_Merge(record, stats, 1) < 0) ||
+    if (record != NULL && ((stats != NULL && set_stats(record, stats) < 0) ||
                            PyDict_SetItem(record, k_requires_grad, grad) < 0)) {
         Py_CLEAR(record);
     }
@@ -501,6 +568,20 @@ static PyObject *known_record(PyObject *known, PyObject *tensor, PyObject *dtype
     return or_declined(record);
 }
 
+/* The statistics a view of `tensor` covering all of it stored at this version (an in-place op on the
+ * view wrote it, and its output was recorded): 1, else 0 (-1 on error). A tensor that is no view is not
+ * in the content cache itself; this is the one way its contents can be there first. */
+static int written_through_view(const RecordArgs *args, PyObject *id, PyObject *tensor, Py_ssize_t numel,
+                                PyObject *version, PyObject *dtype, Stats *stats) {
+    PyObject *offset = PyLong_FromLong(0), *count = PyLong_FromSsize_t(numel);
+    PyObject *key = offset == NULL || count == NULL ? NULL : PyTuple_Pack(5, id, offset, count, dtype, version);
+    int found = key == NULL ? -1 : cached(args->entries, key, tensor, args->md5, stats);
+    Py_XDECREF(offset);
+    Py_XDECREF(count);
+    Py_XDECREF(key);
+    return found;
+}
+
 /* The record of a tensor object kept contiguous at an earlier version, of the same shape and dtype: an
  * in-place op's output (an optimizer's chain of updates on one parameter; half of an L1 step's records).
  * Its layout is probed again only as far as it can have changed (device, lazy negation, contiguity,
@@ -523,14 +604,19 @@ static PyObject *changed_record(const RecordArgs *args, PyObject *id, PyObject *
     if (ok > 0) ok = attribute_is(tensor, s_is_contiguous, Py_True, 1);
     PyObject *version = ok > 0 ? PyObject_GetAttr(tensor, s_version) : NULL;
     PyObject *grad = version != NULL ? PyObject_GetAttr(tensor, s_requires_grad) : NULL;
-    PyObject *stats = grad != NULL ? block_statistics(tensor, numel, kind, md5, FLOAT_ITEM_SIZE[kind], NULL) : NULL;
-    PyObject *record = stats != NULL ? copied_record(kept, stats, grad) : NULL;
+    Stats stats = {{NULL}};
+    int measured = grad == NULL ? -1 : written_through_view(args, id, tensor, numel, version, PyTuple_GET_ITEM(known, 2),
+                                                              &stats);
+    if (measured == 0) {
+        measured = block_statistics(tensor, numel, kind, md5, FLOAT_ITEM_SIZE[kind], NULL, &stats) == 0;
+    }
+    PyObject *record = measured > 0 ? copied_record(kept, &stats, grad) : NULL;
     /* kept again, at this version, under the same weak reference */
     if (record != NULL && keep_known(args, id, PyTuple_GET_ITEM(known, 0), version, PyTuple_GET_ITEM(known, 2),
                                      record, 1) < 0) {
         Py_CLEAR(record);
     }
-    Py_XDECREF(stats);
+    stats_clear(&stats);
     Py_XDECREF(grad);
     Py_XDECREF(version);
     return or_declined(record);
@@ -669,21 +755,20 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *version = NULL, *shape = NULL;
     int contiguous = 0;
-    PyObject *stats = tensor_statistics(tensor, dtype, (int)kind, &parsed, &version, &shape, &contiguous);
-    if (stats == NULL || stats == Py_None) {
+    Stats stats = {{NULL}};
+    int found = tensor_statistics(tensor, dtype, (int)kind, &parsed, &version, &shape, &contiguous, &stats);
+    if (found <= 0) {
         Py_DECREF(id);
         Py_DECREF(dtype);
-        return stats;
+        return found < 0 ? NULL : none_ref();
     }
     PyObject *grad = PyObject_GetAttr(tensor, s_requires_grad);
     PyObject *dims = PySequence_List(shape);
     if (dims != NULL && grad != NULL) {
-        PyObject *values[8] = {v_tensor_type, PyTuple_GET_ITEM(info, 0), dims, PyDict_GetItem(stats, k_max),
-                               PyDict_GetItem(stats, k_min), PyDict_GetItem(stats, k_mean),
-                               PyDict_GetItem(stats, k_norm), grad};
+        PyObject *values[8] = {v_tensor_type, PyTuple_GET_ITEM(info, 0), dims, stats.item[0], stats.item[1],
+                               stats.item[2], stats.item[3], grad};
         record = filled_dict(record_template, record_keys, values, 8);
-        PyObject *md5 = record == NULL ? NULL : PyDict_GetItem(stats, k_md5);
-        if (md5 != NULL && PyDict_SetItem(record, k_md5, md5) < 0) {
+        if (record != NULL && stats.item[4] != NULL && PyDict_SetItem(record, k_md5, stats.item[4]) < 0) {
             Py_CLEAR(record);
         }
         if (record != NULL && (parsed.limit < 0 ||
@@ -694,7 +779,7 @@ static PyObject *torch_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_XDECREF(shape);
     Py_XDECREF(grad);
     Py_XDECREF(dims);
-    Py_DECREF(stats);
+    stats_clear(&stats);
     Py_DECREF(version);
     Py_DECREF(id);
     Py_DECREF(dtype);
