@@ -576,6 +576,9 @@ static int written_through_view(const RecordArgs *args, PyObject *id, PyObject *
     PyObject *offset = PyLong_FromLong(0), *count = PyLong_FromSsize_t(numel);
     PyObject *key = offset == NULL || count == NULL ? NULL : PyTuple_Pack(5, id, offset, count, dtype, version);
     int found = key == NULL ? -1 : cached(args->entries, key, tensor, args->md5, stats);
+    if (found == 0 && PyErr_Occurred()) {
+        found = -1;
+    }
     Py_XDECREF(offset);
     Py_XDECREF(count);
     Py_XDECREF(key);

@@ -39,7 +39,9 @@ class ContentCache:
         self._by_contents = by_contents
         self._permuted = permuted
         self.entries: Dict[Tuple, Tuple[Any, Any]] = {}
-        """key -> (weak reference to the owner, value); also read and written by ``_native.torch_record``"""
+        """key -> (weak reference to the owner, value); also read and written by ``_native.torch_record``
+        (dense views' keys only: it keeps every record under the tensor's id here, and finds a tensor that
+        is no view by that)"""
 
     def _key(self, t: torch.Tensor) -> Tuple[Optional[Tuple], torch.Tensor]:
         try:
