@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 from msprobe.schema import RankWriter
+from tests.support.terminal import on_a_terminal
 
 MSPROBE = str(Path(sys.executable).parent / "msprobe")
 
@@ -60,10 +63,18 @@ def test_inspect_reads_an_interrupted_run_and_counts_inf_nan(tmp_path):
     assert "1 with inf/nan" in result.stdout
 
 
-def test_missing_tool_names_the_package():
-    result = run("op_generate", "-i", "config_op.json", "-o", "out")
-    assert result.returncode == 2
-    assert "msprobe-op-generate" in result.stderr and "pip install ./tools/op_generate" in result.stderr
+def test_missing_tool_names_the_package(monkeypatch, capsys):
+    import msprobe.cli.plugins as plugins
+    from msprobe.cli.main import main
+
+    real = plugins.entry_points
+    monkeypatch.setattr(plugins, "entry_points",
+                        lambda group: [p for p in real(group) if p.name != "op_generate"])  # as if not installed
+    with pytest.raises(SystemExit) as exited:
+        main(["op_generate", "-i", "config_op.json", "-o", "out"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "msprobe-op-generate" in err and "pip install ./tools/op_generate" in err
 
 
 def test_config_check_needs_one_mode(tmp_path):
@@ -79,3 +90,55 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
     result = run("demo", "-o", str(tmp_path / "mine"))
     assert result.returncode == 2 and "not made by msprobe demo" in result.stderr
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib import metadata
+
+    expected = f"msprobe {metadata.version('msprobe-shared')}\n"
+    for flag in ("-V", "--version"):
+        shown = run(flag)
+        assert shown.returncode == 0 and shown.stdout == expected, shown.stderr
+
+
+def test_shell_completion_completes_commands_and_options():
+    env = dict(os.environ, _MSPROBE_COMPLETE="complete_bash", COMP_WORDS="msprobe overflow_check --inc",
+               COMP_CWORD="2")
+    done = subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["--include-expected"], done.stderr
+    env.update(COMP_WORDS="msprobe ins", COMP_CWORD="1")
+    assert subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120).stdout.split() == ["inspect"]
+    env.update(_MSPROBE_COMPLETE="source_bash")  # the script --show-completion prints from bash
+    script = subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0 and "_MSPROBE_COMPLETE=complete_bash" in script.stdout
+
+
+def test_help_shows_flags_as_flags():
+    """Issue 31: help printed every boolean flag as ``-d <bool>``, as if it took a value."""
+    for command in ([], ["inspect"], ["overflow_check"], ["config_check"], ["demo"]):
+        shown = run(*command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        assert "<bool>" not in shown.stdout and "-h, --help" in shown.stdout, shown.stdout
+    assert "\n  -q, --quiet " in run("inspect", "--help").stdout
+    assert "\n  -d, --dump " in run("config_check", "--help").stdout
+
+
+def _on_a_terminal(args, cwd):
+    """Run with stderr on a pseudo-terminal (as a person sees it); stdout captured. Returns (rc, stderr text)."""
+    return on_a_terminal([MSPROBE, *args], cwd)
+
+
+def test_progress_bar_only_on_a_terminal_and_not_with_quiet(tmp_path):
+    for step in range(3):
+        writer = RankWriter(tmp_path / "dump" / f"step{step}" / "rank0", {"task": "statistics", "level": "L1",
+                                                                           "framework": "pytorch",
+                                                                           "dump_data_dir": None})
+        writer.entry("Torch.sin.0.forward", {"input_args": [], "input_kwargs": {}, "output": []})
+        writer.finalize(remove_journal=True)
+    for command, label in ((["inspect", "dump"], "inspect"), (["overflow_check", "-i", "dump"], "overflow_check")):
+        code, err = _on_a_terminal(command, tmp_path)
+        assert code == 0 and label in err and "\x1b[" in err, err  # a bar drawn, then cleared
+        code, err = _on_a_terminal(command + ["--quiet"], tmp_path)
+        assert code == 0 and err == "", err
+        piped = run(*command, cwd=tmp_path)
+        assert piped.returncode == 0 and piped.stderr == "", piped.stderr

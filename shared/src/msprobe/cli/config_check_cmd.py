@@ -15,6 +15,7 @@ import typer
 from ..schema.errors import MsprobeError
 from .context import framework as framework_of
 from .plugins import CONFIG_CHECK_HANDLERS, install_hint, load_group
+from .progress import QUIET_HELP
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +31,7 @@ def config_check(
     fail_on_error: bool = typer.Option(False, "--fail-on-error",
                                        help="Exit 1 when any compared item is 'error' (for CI pipelines)."),
     tolerance: float = typer.Option(0.0, "--tolerance", help="Relative tolerance for weights/dataset (0 = exact)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
 ) -> None:
     """Collect or compare training configurations, or compare two checkpoints."""
     paths = paths or []
@@ -46,9 +48,10 @@ def config_check(
         raise MsprobeError(f"config_check -c: {paths[0]} is a {kind} but {paths[1]} is a {_kind(paths[1])}")
     if kind == "pack":
         code = _handler("compare_packs")(bench=paths[0], cmp=paths[1], output=output, framework=framework,
-                                         fail_on_error=fail_on_error, tolerance=tolerance)
+                                         fail_on_error=fail_on_error, tolerance=tolerance, quiet=quiet)
     else:
-        code = _handler("compare_checkpoints")(path1=paths[0], path2=paths[1], output=output, framework=framework)
+        code = _handler("compare_checkpoints")(path1=paths[0], path2=paths[1], output=output, framework=framework,
+                                               quiet=quiet)
     if code:
         raise typer.Exit(code)
 

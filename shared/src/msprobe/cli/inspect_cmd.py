@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from ..schema.summary import RankSummary, summarize_rank
-from ..schema.tree import find_rank_dirs
+from ..schema.tree import scan_dump_tree
+from .progress import QUIET_HELP, track, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -18,14 +19,18 @@ def register(app: typer.Typer) -> None:
 def inspect(
     path: Path = typer.Argument(..., help="A dump.json, a rank directory, a step directory or a whole dump tree."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
-    show: int = typer.Option(10, "--show", help="How many non-finite tensors to list per rank."),
+    show: int = typer.Option(10, "--show", min=0, help="How many non-finite tensors to list per rank."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
 ) -> None:
     """Validate a dump (ours or msprobe's) and print steps, ranks, entries and inf/nan tensors."""
-    summaries = [summarize_rank(rank) for rank in find_rank_dirs(path)]
+    tree = scan_dump_tree(path)
+    for line in tree.skipped:
+        warn(line)
+    summaries = [summarize_rank(rank) for rank in track(tree.ranks, "inspect", quiet)]
     if as_json:
         typer.echo(json.dumps([asdict(s) for s in summaries], indent=1))
         return
-    steps = sorted({s.step for s in summaries if s.step is not None})
+    steps = list(dict.fromkeys(s.step_dir[len("step"):] for s in summaries if s.step_dir is not None))
     ranks = sorted({s.rank for s in summaries})
     frameworks = sorted({s.framework or "unknown" for s in summaries})
     typer.echo(f"dump: {path}")
@@ -38,7 +43,7 @@ def inspect(
 
 
 def _print_rank(s: RankSummary, show: int) -> None:
-    where = f"step{s.step}/{s.rank}" if s.step is not None else s.rank
+    where = f"{s.step_dir}/{s.rank}" if s.step_dir is not None else s.rank
     note = "  (recovered from the journal of an interrupted run)" if s.recovered else ""
     typer.echo(f"- {where}: task={s.task or '-'} level={s.level or '-'} entries={s.entries} "
                f"forward={s.forward} backward={s.backward} parameters_grad={s.parameters_grad} "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 from typing import List, Optional
 
 import typer
@@ -11,12 +12,20 @@ from . import config_check_cmd, demo, inspect_cmd
 from .context import FRAMEWORKS
 from .plugins import KNOWN_COMMANDS, install_hint, load_group
 
-__version__ = "0.1.0"
+DISTRIBUTION = "msprobe-shared"
+
+
+def version() -> str:
+    """The suite's version, from the installed metadata of the distribution that holds this command."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return f"unknown ({DISTRIBUTION} is not installed)"
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"msprobe {__version__}")
+        typer.echo(f"msprobe {version()}")
         raise typer.Exit()
 
 
@@ -25,7 +34,8 @@ def _root(
     framework: Optional[str] = typer.Option(
         None, "-f", "--framework", help="pytorch or mindspore (required by msprobe 8.x, optional here; "
         "MSAdapter runs take mindspore)."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    show_version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit."),
 ) -> None:
     """Precision debugging for deep-learning training: dump, overflow check, config and checkpoint compare."""
     if framework is not None and framework not in FRAMEWORKS:
@@ -35,7 +45,9 @@ def _root(
 
 
 def build_app() -> typer.Typer:
-    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    # rich_markup_mode=None: click's plain help, in which a flag reads as a flag (typer's rich panels
+    # print every boolean flag as "-d <bool>", as if it took a value)
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                       context_settings={"help_option_names": ["-h", "--help"]}, callback=_root)
     inspect_cmd.register(app)
     demo.register(app)

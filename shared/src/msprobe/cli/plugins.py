@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List
 KNOWN_COMMANDS = {
     "overflow_check": ("msprobe-overflow", "tools/overflow"),
     "op_generate": ("msprobe-op-generate", "tools/op_generate"),
+    "compare": ("msprobe-compare", "tools/compare"),
 }
 CONFIG_CHECK_HANDLERS = {
     "pack": ("msprobe-config-check", "tools/config_check"),

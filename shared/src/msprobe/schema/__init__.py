@@ -8,7 +8,8 @@ from .dump import DumpFile, detect_framework, is_tensor_record, iter_records, lo
 from .errors import MsprobeError, SchemaError
 from .journal import RankFiles, RankWriter, read_journal
 from .names import EntryName, TensorFileName, parse_entry, parse_tensor_file, tensor_file, try_parse_entry
-from .tree import RankDir, find_rank_dirs, rank_dir_name, step_dir_name
+from .ranges import IntRanges
+from .tree import DumpTree, RankDir, find_rank_dirs, rank_dir_name, scan_dump_tree, step_dir_name
 
 __all__ = [
     "DebuggerConfig", "TaskConfig", "config_to_json", "load_config", "parse_config",
@@ -16,5 +17,5 @@ __all__ = [
     "DumpFile", "detect_framework", "is_tensor_record", "iter_records", "load_dump", "record_is_finite",
     "validate_dump", "MsprobeError", "SchemaError", "RankFiles", "RankWriter", "read_journal",
     "EntryName", "TensorFileName", "parse_entry", "parse_tensor_file", "tensor_file", "try_parse_entry",
-    "RankDir", "find_rank_dirs", "rank_dir_name", "step_dir_name",
+    "IntRanges", "DumpTree", "RankDir", "find_rank_dirs", "rank_dir_name", "scan_dump_tree", "step_dir_name",
 ]

@@ -1,29 +1,34 @@
 """config.json of PrecisionDebugger: every field of msprobe's file, validated with the field's name.
 
-Constructor arguments (``task``, ``dump_path``, ``level``, ``step``) override the file. Sections of
+Constructor arguments (``task``, ``dump_path``, ``level``, ``step``) replace the file's values before
+anything is validated, so a file value they replace may be empty or wrong. Sections of
 upstream tools that this suite does not provide (``run_ut``, ``grad_probe``...) are accepted and
 reported as unused; any other unknown key is an error that names it.
 """
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PathLike, SchemaError
 from .jsonio import load_json
+from .ranges import IntRanges
+from .values import boolean, choice, int_list, optional_int, optional_string, str_list, string, unknown
 
 TASKS = ("statistics", "tensor", "overflow_check")
 LEVELS = ("L0", "L1", "mix")
 DATA_MODES = ("all", "forward", "backward", "input", "output")
-SUMMARY_MODES = ("statistics", "md5")
+SUMMARY_MODES = ("statistics", "md5", "xor")
 FILE_FORMATS = ("npy", "bin")
 PRECISIONS = ("low", "high")
 UPSTREAM_ONLY_SECTIONS = ("run_ut", "acc_check", "grad_probe", "free_benchmark", "structure", "exception_dump")
 UPSTREAM_ONLY_KEYS = ("acl_config", "extra_info", "online_run_ut", "nfs_path", "host", "port", "tls_path",
                       "backward_input", "tensor_list", "check_mode", "online_run_ut_recompute")
+OVERRIDABLE = ("task", "dump_path", "level", "step")
+"""Fields a ``PrecisionDebugger(...)`` argument replaces."""
+ARGUMENTS_SOURCE = "PrecisionDebugger() arguments"
+"""How errors name a value that came from a constructor argument rather than the file."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,8 @@ class TaskConfig:
     data_mode: Tuple[str, ...] = ("all",)
     """``all`` or a subset of forward, backward, input, output."""
     summary_mode: str = "statistics"
-    """``statistics`` (Max/Min/Mean/Norm) or ``md5`` (adds the CRC-32 of the raw bytes)."""
+    """``statistics`` (Max/Min/Mean/Norm), ``md5`` (adds the CRC-32 of the raw bytes) or ``xor`` (msprobe
+    26.x: a 64-bit XOR checksum of the raw bytes, ``"0x"`` and 16 hex digits, in the ``md5`` field)."""
     file_format: str = "npy"
     """MindSpore tensor files: ``npy`` or ``bin``."""
     overflow_nums: int = 1
@@ -56,10 +62,10 @@ class DebuggerConfig:
     """statistics | tensor | overflow_check."""
     dump_path: str = "./dump_path"
     """Root of the dump tree."""
-    rank: Tuple[int, ...] = ()
-    """Ranks to record; empty = all."""
-    step: Tuple[int, ...] = ()
-    """Steps to record; empty = all."""
+    rank: IntRanges = IntRanges()
+    """Ranks to record, kept as ranges (``r in config.rank``); empty = all."""
+    step: IntRanges = IntRanges()
+    """Steps to record, kept as ranges (``s in config.step``); empty = all."""
     level: str = "L1"
     """L0 (modules), L1 (APIs) or mix (both)."""
     seed: Optional[int] = None
@@ -94,18 +100,12 @@ class DebuggerConfig:
         return not self.rank or rank is None or rank in self.rank
 
     def overriding(self, **overrides: Any) -> "DebuggerConfig":
-        """A copy with non-None constructor arguments applied and validated like file fields."""
-        doc = {k: v for k, v in overrides.items() if v is not None}
-        source = self.source or "PrecisionDebugger()"
-        checked = {}
-        if "task" in doc:
-            checked["task"] = _choice(doc["task"], TASKS, source, "task")
-        if "level" in doc:
-            checked["level"] = _choice(doc["level"], LEVELS, source, "level")
-        if "dump_path" in doc:
-            checked["dump_path"] = _string(doc["dump_path"], source, "dump_path")
-        if "step" in doc:
-            checked["step"] = _int_list(doc["step"], source, "step")
+        """A copy with non-None constructor arguments applied and validated like file fields.
+
+        Prefer ``load_config(path, **overrides)``: it applies them before the file is validated (a file
+        value an argument replaces may then be empty) and selects the task block of the given task."""
+        given = _given(overrides)
+        checked = {key: _CHECKS[key](value, ARGUMENTS_SOURCE, key) for key, value in given.items()}
         return replace(self, **checked)
 
 
@@ -117,14 +117,24 @@ def default_config() -> DebuggerConfig:
     return DebuggerConfig()
 
 
-def load_config(path: Optional[PathLike]) -> DebuggerConfig:
-    """Read and validate a config.json; ``None`` gives the package default."""
+def load_config(path: Optional[PathLike], **overrides: Any) -> DebuggerConfig:
+    """Read and validate a config.json; ``None`` gives the package default. ``overrides``: the
+    ``PrecisionDebugger`` arguments (``task``, ``dump_path``, ``level``, ``step``; None = not given),
+    which replace the file's values before validation."""
     if path is None:
-        return default_config()
-    return parse_config(load_json(path), str(path))
+        return parse_config({}, "PrecisionDebugger()", overrides) if _given(overrides) else default_config()
+    return parse_config(load_json(path), str(path), overrides)
 
 
-def parse_config(doc: Any, source: str = "config.json") -> DebuggerConfig:
+def _given(overrides: Dict[str, Any]) -> Dict[str, Any]:
+    strange = set(overrides) - set(OVERRIDABLE)
+    if strange:
+        raise TypeError(f"unexpected override(s): {', '.join(sorted(strange))}")
+    return {key: value for key, value in overrides.items() if value is not None}
+
+
+def parse_config(doc: Any, source: str = "config.json", overrides: Optional[Dict[str, Any]] = None) -> DebuggerConfig:
+    """Validate a parsed config.json; ``overrides`` as in :func:`load_config`."""
     if not isinstance(doc, dict):
         raise SchemaError(source, None, "expected a JSON object", type(doc).__name__, has_got=True)
     unused: List[str] = []
@@ -134,21 +144,28 @@ def parse_config(doc: Any, source: str = "config.json") -> DebuggerConfig:
         if key in UPSTREAM_ONLY_SECTIONS or key in UPSTREAM_ONLY_KEYS:
             unused.append(key)
             continue
-        _unknown(source, key, sorted(TOP_KEYS | set(TASKS)))
-    task = _choice(doc.get("task", "statistics"), TASKS, source, "task")
+        unknown(source, key, sorted(TOP_KEYS | set(TASKS)))
+    given = _given(overrides or {})
+
+    def top(key: str, default: Any) -> Any:
+        if key in given:
+            return _CHECKS[key](given[key], ARGUMENTS_SOURCE, key)
+        return _CHECKS[key](doc.get(key, default), source, key)
+
+    task = top("task", "statistics")
     values: Dict[str, Any] = {
         "task": task,
-        "dump_path": _string(doc.get("dump_path", "./dump_path"), source, "dump_path"),
-        "rank": _int_list(doc.get("rank", []), source, "rank"),
-        "step": _int_list(doc.get("step", []), source, "step"),
-        "level": _choice(doc.get("level", "L1"), LEVELS, source, "level"),
-        "seed": _optional_int(doc.get("seed"), source, "seed"),
-        "is_deterministic": _bool(doc.get("is_deterministic", False), source, "is_deterministic"),
-        "enable_dataloader": _bool(doc.get("enable_dataloader", False), source, "enable_dataloader"),
-        "async_dump": _bool(doc.get("async_dump", False), source, "async_dump"),
-        "precision": _choice(doc.get("precision", "low"), PRECISIONS, source, "precision"),
-        "api_list": _optional_string(doc.get("api_list"), source, "api_list"),
-        "record_nested": _bool(doc.get("record_nested", False), source, "record_nested"),
+        "dump_path": top("dump_path", "./dump_path"),
+        "rank": int_list(doc.get("rank", []), source, "rank"),
+        "step": top("step", []),
+        "level": top("level", "L1"),
+        "seed": optional_int(doc.get("seed"), source, "seed"),
+        "is_deterministic": boolean(doc.get("is_deterministic", False), source, "is_deterministic"),
+        "enable_dataloader": boolean(doc.get("enable_dataloader", False), source, "enable_dataloader"),
+        "async_dump": boolean(doc.get("async_dump", False), source, "async_dump"),
+        "precision": choice(doc.get("precision", "low"), PRECISIONS, source, "precision"),
+        "api_list": optional_string(doc.get("api_list"), source, "api_list"),
+        "record_nested": boolean(doc.get("record_nested", False), source, "record_nested"),
     }
     for name in TASKS:
         if name in doc and name != task:
@@ -166,99 +183,43 @@ def _parse_task(block: Any, source: str, name: str, unused: List[str]) -> TaskCo
         if key in UPSTREAM_ONLY_KEYS:
             unused.append(f"{name}.{key}")
             continue
-        _unknown(source, f"{name}.{key}", sorted(TASK_KEYS), key)
-    data_mode = _str_list(block.get("data_mode", ["all"]), source, f"{name}.data_mode")
+        unknown(source, f"{name}.{key}", sorted(TASK_KEYS), key)
+    data_mode = str_list(block.get("data_mode", ["all"]), source, f"{name}.data_mode")
     for mode in data_mode:
-        _choice(mode, DATA_MODES, source, f"{name}.data_mode")
+        choice(mode, DATA_MODES, source, f"{name}.data_mode")
     if not data_mode:
         raise SchemaError(source, f"{name}.data_mode", f"expected a non-empty subset of {list(DATA_MODES)}")
     overflow = block.get("overflow_nums", 1)
-    overflow = _optional_int(overflow, source, f"{name}.overflow_nums")
+    overflow = optional_int(overflow, source, f"{name}.overflow_nums")
     if overflow is None or overflow == 0 or overflow < -1:
         raise SchemaError(source, f"{name}.overflow_nums", "expected a positive integer or -1 (unlimited)",
                           block.get("overflow_nums"), has_got=True)
     return TaskConfig(
-        scope=tuple(_str_list(block.get("scope", []), source, f"{name}.scope")),
-        list=tuple(_str_list(block.get("list", []), source, f"{name}.list")),
+        scope=tuple(str_list(block.get("scope", []), source, f"{name}.scope")),
+        list=tuple(str_list(block.get("list", []), source, f"{name}.list")),
         data_mode=tuple(data_mode),
-        summary_mode=_choice(block.get("summary_mode", "statistics"), SUMMARY_MODES, source, f"{name}.summary_mode"),
-        file_format=_choice(block.get("file_format", "npy"), FILE_FORMATS, source, f"{name}.file_format"),
+        summary_mode=choice(block.get("summary_mode", "statistics"), SUMMARY_MODES, source, f"{name}.summary_mode"),
+        file_format=choice(block.get("file_format", "npy"), FILE_FORMATS, source, f"{name}.file_format"),
         overflow_nums=overflow,
-        check_mode=_string(block.get("check_mode", "all"), source, f"{name}.check_mode"),
-        save_tensors=_bool(block.get("save_tensors", False), source, f"{name}.save_tensors"),
+        check_mode=string(block.get("check_mode", "all"), source, f"{name}.check_mode"),
+        save_tensors=boolean(block.get("save_tensors", False), source, f"{name}.save_tensors"),
     )
 
 
-def _unknown(source: str, where: str, known: Sequence[str], key: Optional[str] = None) -> None:
-    close = difflib.get_close_matches(key or where, known, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else f"; known keys: {', '.join(known)}"
-    raise SchemaError(source, where, "unknown key" + hint)
-
-
-def _choice(value: Any, choices: Sequence[str], source: str, name: str) -> str:
-    if value not in choices:
-        raise SchemaError(source, name, f"expected one of {', '.join(choices)}", value, has_got=True)
-    return value
-
-
-def _string(value: Any, source: str, name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise SchemaError(source, name, "expected a non-empty string", value, has_got=True)
-    return value
-
-
-def _optional_string(value: Any, source: str, name: str) -> Optional[str]:
-    return None if value is None else _string(value, source, name)
-
-
-def _bool(value: Any, source: str, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise SchemaError(source, name, "expected true or false", value, has_got=True)
-    return value
-
-
-def _optional_int(value: Any, source: str, name: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SchemaError(source, name, "expected an integer", value, has_got=True)
-    return value
-
-
-def _str_list(value: Any, source: str, name: str) -> List[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SchemaError(source, name, "expected a list of strings", value, has_got=True)
-    return value
-
-
-_RANGE_RE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
-
-
-def _int_list(value: Any, source: str, name: str) -> Tuple[int, ...]:
-    """A list of non-negative ints and ``"a-b"`` ranges, e.g. ``[0, "2-4"]`` → (0, 2, 3, 4)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list):
-        raise SchemaError(source, name, 'expected a list of integers or "a-b" ranges', value, has_got=True)
-    out: List[int] = []
-    for item in value:
-        if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
-            out.append(item)
-            continue
-        match = _RANGE_RE.match(item) if isinstance(item, str) else None
-        if match and int(match.group(1)) <= int(match.group(2)):
-            out.extend(range(int(match.group(1)), int(match.group(2)) + 1))
-            continue
-        raise SchemaError(source, name, 'expected non-negative integers or "a-b" ranges with a <= b', item,
-                          has_got=True)
-    return tuple(sorted(set(out)))
+_CHECKS = {
+    "task": lambda value, source, name: choice(value, TASKS, source, name),
+    "dump_path": string,
+    "level": lambda value, source, name: choice(value, LEVELS, source, name),
+    "step": int_list,
+}
+"""Validation of the fields a constructor argument may replace."""
 
 
 def config_to_json(config: DebuggerConfig) -> Dict[str, Any]:
     """The configuration as a config.json document (what ``load_config`` reads back)."""
     tc = config.task_config
     block: Dict[str, Any] = {"scope": list(tc.scope), "list": list(tc.list), "data_mode": list(tc.data_mode)}
-    if config.task == "statistics":
+    if config.task == "statistics" or tc.summary_mode != "statistics":
         block["summary_mode"] = tc.summary_mode
     if config.task == "tensor":
         block["file_format"] = tc.file_format
@@ -266,8 +227,8 @@ def config_to_json(config: DebuggerConfig) -> Dict[str, Any]:
         block["overflow_nums"] = tc.overflow_nums
         if tc.save_tensors:
             block["save_tensors"] = True
-    doc = {"task": config.task, "dump_path": config.dump_path, "rank": list(config.rank),
-           "step": list(config.step), "level": config.level, "async_dump": config.async_dump,
+    doc = {"task": config.task, "dump_path": config.dump_path, "rank": config.rank.to_json(),
+           "step": config.step.to_json(), "level": config.level, "async_dump": config.async_dump,
            "precision": config.precision, config.task: block}
     for key in ("seed", "api_list"):
         if getattr(config, key) is not None:

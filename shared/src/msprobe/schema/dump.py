@@ -1,7 +1,9 @@
 """dump.json: the model, its validation, and reading (including recovery of an interrupted run).
 
 A tensor record is a dict whose ``type`` names a tensor type; its keys, in order:
-``type, dtype, shape, Max, Min, Mean, Norm, requires_grad`` then optional ``md5`` and ``data_name``.
+``type, dtype, shape, Max, Min, Mean, Norm, requires_grad`` then optional ``md5`` (a CRC-32; with
+``summary_mode: xor``, msprobe 26.x's 64-bit XOR checksum, ``0x`` and 16 hex digits, and no statistics)
+and ``data_name``.
 A non-tensor value is ``{"type": ..., "value": ...}``; ``None`` is ``null``; lists keep their nesting.
 """
 from __future__ import annotations
@@ -21,7 +23,8 @@ LEVELS = ("L0", "L1", "L2", "mix")
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 TENSOR_TYPES = ("torch.Tensor", "mindspore.Tensor", "numpy.ndarray", "mindspore._c_expression.Tensor",
                 "torch.nn.parameter.Parameter", "mindspore.Parameter", "mindspore.common.parameter.Parameter")
-_MD5_RE = re.compile(r"^[0-9a-fA-F]{8}$")
+_MD5_RE = re.compile(r"^(?:[0-9a-fA-F]{8}|0x[0-9a-fA-F]{16})$")
+"""CRC-32 (``summary_mode: md5``), or msprobe 26.x's 64-bit XOR checksum (``summary_mode: xor``)."""
 
 
 @dataclass
@@ -138,8 +141,11 @@ def validate_dump(doc: Any, path: Optional[PathLike] = None) -> DumpFile:
         if not isinstance(entry, dict):
             raise SchemaError(path, field_path("data", name), "expected an object (an entry)",
                               entry, has_got=True)
-        for trail, record in iter_records(entry, ("data", name)):
-            _validate_record(record, path, trail)
+        try:
+            for trail, record in iter_records(entry, ("data", name)):
+                _validate_record(record, path, trail)
+        except RecursionError:
+            raise SchemaError(path, field_path("data", name), "nested too deeply") from None
     extra = {k: v for k, v in doc.items() if k not in ("task", "level", "framework", "dump_data_dir", "data")}
     return DumpFile(data=data, task=doc.get("task"), level=doc.get("level"), framework=detect_framework(doc),
                     dump_data_dir=doc.get("dump_data_dir"), path=str(path) if path else None, extra=extra)
@@ -161,8 +167,9 @@ def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tu
         raise SchemaError(path, where + ".requires_grad", "expected true or false", record["requires_grad"],
                           has_got=True)
     md5 = record.get("md5")
-    if md5 is not None and not (isinstance(md5, str) and _MD5_RE.match(md5)):
-        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32)", md5, has_got=True)
+    if md5 is not None and not (isinstance(md5, str) and _MD5_RE.fullmatch(md5)):
+        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32) or 0x and 16 hex digits "
+                          "(xor checksum)", md5, has_got=True)
     if "data_name" in record and not isinstance(record["data_name"], (str, type(None))):
         raise SchemaError(path, where + ".data_name", "expected a file name", record["data_name"], has_got=True)
 

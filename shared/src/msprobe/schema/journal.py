@@ -35,7 +35,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from .construct import group_stacks
 from .dump import DumpFile, validate_dump
 from .errors import PathLike, SchemaError
-from .jsonio import compact_dumps, write_json_atomic
+from .jsonio import compact_dumps, path_kind, read_file, write_json_atomic
 
 JOURNAL_NAME = "dump.journal"
 """A step's journal. The dump opens the next step's on a background thread before that step records
@@ -143,6 +143,7 @@ def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
     number = 0
     while stream.tell() < len(raw):
         number += 1
+        start = stream.tell()
         try:
             item = _PlainUnpickler(stream).load()  # a new unpickler per record: each record has its own memo
         except EOFError:
@@ -151,7 +152,26 @@ def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
             if "truncated" in str(exc):
                 return
             raise SchemaError(path, f"record {number}", f"expected a journal record ({exc})") from None
+        if _nodes_beyond(item, 4 * (stream.tell() - start) + 64):
+            raise SchemaError(path, f"record {number}", "expected a journal record, got one whose shared "
+                              "references expand it far beyond its size")
         yield f"record {number}", item
+
+
+def _nodes_beyond(item: Any, limit: int) -> bool:
+    """Whether walking ``item`` visits more than ``limit`` values. A pickle can refer to one list many
+    times (a few bytes each), so a small record could otherwise stand for an exponentially large tree."""
+    pending, seen = [item], 0
+    while pending:
+        value = pending.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+    return False
 
 
 _STRING_OR_HEX_FLOAT = re.compile(rb'"(?:[^"\\]|\\.)*"|#([0-9a-f]{16})')
@@ -181,7 +201,7 @@ def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
             continue
         try:
             item = json.loads(decimal_floats(line))
-        except ValueError:
+        except (ValueError, RecursionError):
             if number == last:
                 return  # the write the kill interrupted
             raise SchemaError(path, f"line {number + 1}", "expected a JSON journal record") from None
@@ -191,10 +211,7 @@ def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
 def read_journal(path: PathLike) -> RankFiles:
     """Rebuild a rank directory's contents from its journal; a last record cut by a kill is dropped."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SchemaError(path, None, f"cannot read journal: {exc.strerror}") from None
+    raw = read_file(path)
     records = _pickled_records(raw, path) if raw.startswith(JOURNAL_MAGIC) else _json_lines(raw, path)
     header: Dict[str, Any] = {}
     data: Dict[str, Any] = {}
@@ -223,15 +240,18 @@ def read_journal(path: PathLike) -> RankFiles:
 def journal_recorded(path: PathLike) -> bool:
     """Whether the journal at ``path`` holds a record after its header. A journal opened ahead of a step
     that never came (the process ended or was killed first) holds its header and maybe the zeros reserved
-    after it; its records would follow the header line at once."""
+    after it; its records would follow the header line at once. Anything but a readable regular file
+    (a FIFO would block the open) is not a recorded journal."""
     try:
+        if path_kind(path) != "file":
+            return False
         with open(path, "rb") as handle:
             head = handle.read(1 << 16)
             end = head.find(b"\n")
             if head.startswith(JOURNAL_MAGIC) or end < 0:  # pickled (never opened ahead), or not a journal
                 return bool(head)  # of JSON lines: read_journal says what it is
             after = head[end + 1:end + 2] or handle.read(1)
-    except OSError:
+    except (OSError, SchemaError):
         return False
     return after not in (b"", b"\0")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Any
@@ -14,19 +15,44 @@ from typing import Any
 from .errors import PathLike, SchemaError
 
 
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
+          (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+def path_kind(path: PathLike) -> str:
+    """``file``, ``directory``, ``missing``, or what else is there (``FIFO (named pipe)``, ``socket``...),
+    following symbolic links; SchemaError when it cannot be looked at (permission denied)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "broken symbolic link" if os.path.islink(path) else "missing"
+    except OSError as exc:
+        raise SchemaError(path, None, f"cannot read: {exc.strerror}") from None
+    return next((name for test, name in _KINDS if test(mode)), "special file")
+
+
+def read_file(path: PathLike) -> bytes:
+    """The bytes of a regular file; SchemaError naming the file for anything else (a FIFO is never opened,
+    as opening one waits for a writer)."""
+    kind = path_kind(path)
+    if kind == "missing":
+        raise SchemaError(path, None, "file not found")
+    if kind != "file":
+        raise SchemaError(path, None, f"expected a file, found a {kind}")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SchemaError(path, None, f"cannot read: {exc.strerror}") from None
+
+
 def load_json(path: PathLike) -> Any:
     """Parse a JSON file, turning every I/O or syntax problem into a SchemaError naming the file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SchemaError(path, None, "file not found") from None
-    except IsADirectoryError:
-        raise SchemaError(path, None, "expected a file, found a directory") from None
+        text = read_file(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SchemaError(path, None, f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise SchemaError(path, None, f"cannot read: {exc.strerror}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -67,18 +93,40 @@ def write_text_atomic(path: PathLike, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def write_json_new(path: PathLike, value: Any, indent: int = 1, attempts: int = 1000) -> Path:
+    """Write a whole JSON file under a name no other file has: ``path``, else ``<stem>_1<suffix>``, ``_2``...
+    Never replaces a file, even one another process creates at the same moment; returns the name used."""
+    path = Path(path)
+    tmp = temporary_path(path)
+    write_bytes_atomic(tmp, json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8"))
+    try:
+        for number in range(attempts):
+            target = path if number == 0 else path.with_name(f"{path.stem}_{number}{path.suffix}")
+            try:
+                os.link(tmp, target)  # atomic, and fails when the name is taken: a reader sees all or nothing
+                return target
+            except FileExistsError:
+                continue
+        raise SchemaError(path, None, f"cannot find a free name after {attempts} tries")
+    finally:
+        os.unlink(tmp)
+
+
 def temporary_path(path: PathLike) -> Path:
     """Where :func:`write_bytes_atomic` writes ``path`` before renaming it over ``path``."""
     path = Path(path)
     return path.with_name(f".{path.name}.tmp{os.getpid()}")
 
 
-def write_bytes_atomic(path: PathLike, data: bytes) -> None:
-    """Write a whole file so a reader never sees half of it: temp file, fsync, rename."""
+def write_bytes_atomic(path: PathLike, data: bytes, durable: bool = True) -> None:
+    """Write a whole file so a reader never sees half of it: temp file, fsync, rename. ``durable=False``
+    skips the fsync: the file is still whole or absent after a killed process, only not after a power
+    loss (the dump's step files, written on the training's path, as msprobe writes them)."""
     path = Path(path)
     tmp = temporary_path(path)
     with open(tmp, "wb") as handle:
         handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -7,12 +7,15 @@ from typing import Dict, List, Optional
 
 from .dump import iter_records, record_is_finite
 from .names import try_parse_entry
-from .tree import RankDir
+from .jsonio import path_kind
+from .tree import RankDir, list_dir
 
 
 @dataclass
 class RankSummary:
     step: Optional[int]
+    step_dir: Optional[str]
+    """The step directory's name (``step01`` and ``step1`` are two steps)."""
     rank: str
     path: str
     framework: Optional[str]
@@ -49,8 +52,8 @@ def summarize_rank(rank: RankDir) -> RankSummary:
             if not record_is_finite(record):
                 non_finite.append(f"{name}: {'.'.join(str(t) for t in trail)}")
     tensor_dir = rank.tensor_dir
-    tensor_files = sum(1 for _ in tensor_dir.iterdir()) if tensor_dir.is_dir() else 0
-    return RankSummary(step=rank.step, rank=rank.label, path=str(rank.path), framework=dump.framework,
+    tensor_files = len(list_dir(tensor_dir)) if path_kind(tensor_dir) == "directory" else 0
+    return RankSummary(step=rank.step, step_dir=rank.step_label, rank=rank.label, path=str(rank.path), framework=dump.framework,
                        task=dump.task, level=dump.level, entries=len(dump.data), prefixes=dict(sorted(prefixes.items())),
                        forward=directions["forward"], backward=directions["backward"],
                        parameters_grad=directions["parameters_grad"], tensors=tensors,

@@ -42,6 +42,10 @@ class EntryState:
     """A ``parameters_grad`` entry: the result of a backward node, often recorded before that node."""
     peak: Optional[float] = None
     """Largest finite |Max| / |Min| of its outputs: shows values growing towards an overflow."""
+    non_finite: int = 0
+    """Tensors of the entry with inf/nan statistics, counted as ``msprobe inspect`` counts them."""
+    excused: int = 0
+    """Of those, the ones an ignore rule leaves out (uninitialised memory, receive buffers)."""
 
     @property
     def anomalous(self) -> bool:
@@ -85,17 +89,25 @@ class RankResult:
     entries: int
     anomalous_entries: int
     anomaly: Optional[Anomaly]
+    non_finite: int = 0
+    """Tensors with inf/nan in this rank's dump (what ``msprobe inspect`` counts)."""
+    first_non_finite: Optional[EntryState] = None
+    """The first entry holding inf/nan, in dump order: where expected inf/nan that was left out begins."""
 
 
-def _scan(name: str, entry: Dict[str, Any], state: EntryState) -> None:
-    """Fill the non-finite positions of one entry (ignore rules applied)."""
-    rule = rule_for(try_parse_entry(name))
+def _scan(name: str, entry: Dict[str, Any], state: EntryState, include_expected: bool = False) -> None:
+    """Fill the non-finite positions of one entry (ignore rules applied unless ``include_expected``)."""
+    rule = None if include_expected else rule_for(try_parse_entry(name))
     for role, value in entry.items():
         is_input = role in INPUT_ROLES
         for trail, record in iter_records(value):
             if not is_input:
                 _update_peak(state, record)
-            if record_is_finite(record) or ignored(rule, role, trail):
+            if record_is_finite(record):
+                continue
+            state.non_finite += 1
+            if ignored(rule, role, trail):
+                state.excused += 1
                 continue
             (state.bad_inputs if is_input else state.bad_outputs).append(
                 ".".join([role] + [str(t) for t in trail]))
@@ -104,7 +116,7 @@ def _scan(name: str, entry: Dict[str, Any], state: EntryState) -> None:
                     state.nan_inputs = True
                 else:
                     state.nan_outputs = True
-    state.expected = literal_non_finite(entry)
+    state.expected = not include_expected and literal_non_finite(entry)
 
 
 def _update_peak(state: EntryState, record: Dict[str, Any]) -> None:
@@ -123,8 +135,9 @@ def scan_entry(name: str, entry: Dict[str, Any]) -> EntryState:
     return state
 
 
-def entry_states(data: Dict[str, Dict[str, Any]]) -> List[EntryState]:
-    """Per entry, in dump order: its non-finite positions and how many collectives came before it."""
+def entry_states(data: Dict[str, Dict[str, Any]], include_expected: bool = False) -> List[EntryState]:
+    """Per entry, in dump order: its non-finite positions and how many collectives came before it.
+    ``include_expected``: no inf/nan is expected (masks, empty memory, receive buffers are analysed too)."""
     states: List[EntryState] = []
     collectives = 0
     for index, (name, entry) in enumerate(data.items()):
@@ -132,7 +145,7 @@ def entry_states(data: Dict[str, Dict[str, Any]]) -> List[EntryState]:
         is_collective = bool(parsed and parsed.prefix == "Distributed")
         state = EntryState(index, name, [], [], collectives, is_collective, bool(parsed and parsed.is_module),
                            is_param_grad=bool(parsed and parsed.kind == "parameters_grad"))
-        _scan(name, entry, state)
+        _scan(name, entry, state, include_expected)
         states.append(state)
         if is_collective:
             collectives += 1
@@ -175,11 +188,12 @@ def _inside(construct: Dict[str, Any], node: EntryState, module: EntryState) -> 
     return module.is_module and module.name in module_chain(construct, node.name)
 
 
-def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None) -> RankResult:
+def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None,
+                 include_expected: bool = False) -> RankResult:
     """Load one rank directory (journal included) and find its first overflow event."""
     files = files or rank.load()
     data = files.dump.data
-    states = entry_states(data)
+    states = entry_states(data, include_expected)
     found = first_anomaly(states, files.construct)
     anomaly = None
     if found is not None:
@@ -189,4 +203,5 @@ def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None
                           stack_info=list(files.stacks.get(state.name, [])),
                           before=states[max(0, state.index - last):state.index] if last > 0 else [])
     return RankResult(rank=rank, entries=len(states), anomalous_entries=sum(1 for s in states if s.anomalous),
-                      anomaly=anomaly)
+                      anomaly=anomaly, non_finite=sum(s.non_finite for s in states),
+                      first_non_finite=next((s for s in states if s.non_finite), None))

@@ -6,9 +6,10 @@ from typing import Optional
 
 import typer
 
-from msprobe.schema import MsprobeError
+from msprobe.cli.progress import QUIET_HELP, track, warn
+from msprobe.schema import MsprobeError, scan_dump_tree
 
-from .order import analyze_dump
+from .order import analyze_ranks
 from .report import NO_ANOMALY, print_results, summary_json, write_reports
 
 
@@ -24,11 +25,19 @@ def overflow_check(
     last: int = typer.Option(5, "-n", "--last", help="How many entries before the node to print."),
     stack_lines: int = typer.Option(8, "--stack-lines", help="How many stack frames to print per node."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of the report."),
+    include_expected: bool = typer.Option(
+        False, "--include-expected", help="Also analyse inf/nan that is expected and left out by default: "
+        "attention masks (an inf/nan number given to masked_fill, full...), empty memory, receive buffers."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
 ) -> None:
     """Find, per rank, the first API or module with finite inputs and inf/nan outputs, and the rank it started on."""
     if last < 0:
         raise MsprobeError(f"overflow_check: -n/--last must be 0 or more, got {last}")
-    results = analyze_dump(input_path, last=last)
+    tree = scan_dump_tree(input_path)
+    for line in tree.skipped:
+        warn(line)
+    results = analyze_ranks(tree.ranks, last=last, include_expected=include_expected,
+                            progress=lambda ranks: track(ranks, "overflow_check", quiet))
     echo = typer.echo
     if as_json:
         echo(summary_json(results))

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Callable, Iterable, List, Optional, Union
 
-from msprobe.schema import find_rank_dirs
+from msprobe.schema import RankDir, find_rank_dirs
 from msprobe.schema.tree import group_by_step
 
 from .analyze import Anomaly, RankResult, analyze_rank
@@ -26,6 +26,8 @@ class StepResult:
     """One step of the dump: every rank's result and the rank/node where the overflow started."""
 
     step: Optional[int]
+    step_name: Optional[str]
+    """The step directory's name (``step01`` and ``step1`` are two steps); None outside a step directory."""
     ranks: List[RankResult]
     events: List[Anomaly]
     """Every rank's first event, earliest first (by ``order_key``, then rank number)."""
@@ -33,6 +35,11 @@ class StepResult:
     @property
     def origin(self) -> Optional[Anomaly]:
         return self.events[0] if self.events else None
+
+    @property
+    def non_finite(self) -> int:
+        """Tensors with inf/nan over the step's ranks, as ``msprobe inspect`` counts them."""
+        return sum(r.non_finite for r in self.ranks)
 
     @property
     def tied(self) -> List[Anomaly]:
@@ -52,10 +59,19 @@ def order_events(results: List[RankResult]) -> List[Anomaly]:
     return sorted(events, key=lambda a: (a.order_key, _rank_number(a)))
 
 
-def analyze_dump(path: Union[str, Path], last: int = 5) -> List[StepResult]:
+def analyze_dump(path: Union[str, Path], last: int = 5, include_expected: bool = False) -> List[StepResult]:
     """Analyse a dump at any level (dump.json, rank, step or whole tree), one result per step."""
+    return analyze_ranks(find_rank_dirs(path), last=last, include_expected=include_expected)
+
+
+def analyze_ranks(ranks: List[RankDir], last: int = 5, include_expected: bool = False,
+                  progress: Optional[Callable[[List[RankDir]], Iterable[RankDir]]] = None) -> List[StepResult]:
+    """Analyse rank directories (as ``find_rank_dirs`` orders them), one result per step directory.
+    ``progress`` wraps the list of ranks while they are read (a progress bar)."""
+    done = {id(rank): analyze_rank(rank, last=last, include_expected=include_expected)
+            for rank in (progress(ranks) if progress else ranks)}
     out = []
-    for step, ranks in sorted(group_by_step(find_rank_dirs(path)).items(), key=lambda kv: (kv[0] is None, kv[0])):
-        results = [analyze_rank(rank, last=last) for rank in ranks]
-        out.append(StepResult(step=step, ranks=results, events=order_events(results)))
+    for name, members in group_by_step(ranks).items():
+        results = [done[id(rank)] for rank in members]
+        out.append(StepResult(step=members[0].step, step_name=name, ranks=results, events=order_events(results)))
     return out

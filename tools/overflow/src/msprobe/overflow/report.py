@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 from msprobe.schema import MsprobeError, iter_records
-from msprobe.schema.jsonio import write_json_atomic
+from msprobe.schema.jsonio import write_json_new
 
 from .analyze import INHERITED, Anomaly, EntryState
 from .order import StepResult
 
 NO_ANOMALY = "Cannot find any anomaly node, no need to generate analyze file."
+INCLUDE_HINT = "--include-expected analyses them as overflows"
 
 
 def rank_key(anomaly: Anomaly) -> str:
@@ -34,7 +35,9 @@ def to_json(result: StepResult) -> Dict[str, List[Dict[str, Any]]]:
 
 
 def write_reports(results: List[StepResult], output: Path) -> List[Path]:
-    """One ``anomaly_analyze_<timestamp>.json`` per step with an anomaly (``_step<N>`` added when several)."""
+    """One ``anomaly_analyze_<timestamp>.json`` per step with an anomaly (``_step<N>`` added when several).
+    A name already taken, by an earlier run or one running at the same time, gets ``_1``, ``_2``... added:
+    no report replaces another."""
     found = [r for r in results if r.events]
     if not found:
         return []
@@ -45,10 +48,11 @@ def write_reports(results: List[StepResult], output: Path) -> List[Path]:
     stamp = time.strftime("%Y%m%d%H%M%S")
     paths = []
     for result in found:
-        tag = f"_step{result.step}" if len(results) > 1 and result.step is not None else ""
-        path = output / f"anomaly_analyze{tag}_{stamp}.json"
-        write_json_atomic(path, to_json(result))
-        paths.append(path)
+        tag = f"_{result.step_name}" if len(results) > 1 and result.step_name is not None else ""
+        try:
+            paths.append(write_json_new(output / f"anomaly_analyze{tag}_{stamp}.json", to_json(result)))
+        except OSError as exc:
+            raise MsprobeError(f"{output}: cannot write the report ({exc.strerror})") from None
     return paths
 
 
@@ -73,19 +77,38 @@ def _brief(state: EntryState) -> str:
 
 def print_results(results: List[StepResult], echo: Callable[[str], None], stack_lines: int = 8) -> None:
     for result in results:
-        where = f"step{result.step}" if result.step is not None else "dump"
+        where = result.step_name or "dump"
         ranks = len(result.ranks)
         if not result.events:
-            echo(f"{where}: {ranks} rank(s), no inf/nan found")
+            echo(f"{where}: {ranks} rank(s), no overflow found" + _left_out(result))
             continue
         origin = result.origin
-        echo(f"{where}: {ranks} rank(s), {len(result.events)} with inf/nan; overflow started on "
-             f"{origin.rank.label} at {origin.op_name}")
+        echo(f"{where}: {ranks} rank(s), {len(result.events)} with an overflow, {result.non_finite} tensor(s) "
+             f"with inf/nan; overflow started on {origin.rank.label} at {origin.op_name}")
         if len(result.tied) > 1:
             echo("  cannot order: " + ", ".join(f"{e.rank.label} {e.op_name}" for e in result.tied)
                  + " reached inf/nan between the same collectives")
         for event in result.events:
             _print_event(event, echo, stack_lines)
+
+
+def _left_out(result: StepResult) -> str:
+    """What a step without overflow still holds: the inf/nan tensors left out as expected, and why."""
+    if not result.non_finite:
+        return "; no tensor holds inf/nan"
+    first = next(r.first_non_finite for r in result.ranks if r.first_non_finite is not None)
+    return (f"; {result.non_finite} tensor(s) hold inf/nan, all left out as expected\n"
+            f"  they begin at {first.name}: it {_why_expected(first)}; {INCLUDE_HINT}")
+
+
+def _why_expected(state: EntryState) -> str:
+    if state.expected:
+        return "was given an inf/nan number (an attention mask: masked_fill(mask, -inf), full(..., -inf))"
+    if state.excused and state.excused == state.non_finite:
+        return "may hold any value there (uninitialised memory, or a buffer a collective fills)"
+    if state.bad_inputs and not state.bad_outputs:
+        return "turns its inf/nan inputs into finite outputs"
+    return "carries inf/nan from an expected source before it"
 
 
 def _print_event(event: Anomaly, echo: Callable[[str], None], stack_lines: int) -> None:
@@ -114,6 +137,8 @@ def summary_json(results: List[StepResult]) -> str:
     for result in results:
         doc.append({
             "step": result.step,
+            "step_dir": result.step_name,
+            "non_finite_tensors": result.non_finite,
             "origin": None if result.origin is None else {"rank": result.origin.rank.label,
                                                           "op_name": result.origin.op_name},
             "tied": [{"rank": e.rank.label, "op_name": e.op_name} for e in result.tied],

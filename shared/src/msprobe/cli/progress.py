@@ -1,0 +1,39 @@
+"""Progress bars (rich, on stderr) for commands that work through many ranks, steps or files.
+
+Shown only to a person at a terminal: off with ``--quiet`` and whenever stderr is not a terminal
+(pipes, CI logs, captured output), so files and logs never hold control sequences.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Iterable, Iterator, Sequence, TypeVar
+
+import typer
+
+T = TypeVar("T")
+
+QUIET_HELP = "No progress bars (they show only on a terminal)."
+
+
+def shown(quiet: bool) -> bool:
+    """Whether a progress bar may be drawn now."""
+    return not quiet and sys.stderr.isatty()
+
+
+def track(items: Sequence[T], description: str, quiet: bool = False) -> Iterable[T]:
+    """``items``, with a bar advancing as each is taken when there is more than one and a bar may be shown."""
+    if len(items) < 2 or not shown(quiet):
+        return items
+    return _tracked(items, description)
+
+
+def _tracked(items: Sequence[T], description: str) -> Iterator[T]:
+    from rich.console import Console  # only when a bar is drawn: rich is slow to import
+    from rich.progress import track as rich_track
+
+    yield from rich_track(items, description=description, console=Console(stderr=True), transient=True)
+
+
+def warn(line: str) -> None:
+    """A warning as every command of the suite prints one (stderr, one line)."""
+    typer.echo(f"msprobe: warning: {line}", err=True)

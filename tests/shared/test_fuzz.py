@@ -1,0 +1,108 @@
+"""Fuzz tests (issue 29): every reader and the ``inspect`` command, fed anything, either succeed or fail with
+the suite's one-line error; never another exception, a hang, or unbounded work. Seeds: the issue's cases."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from msprobe.cli.main import main
+from msprobe.schema import (SchemaError, load_construct, load_dump, load_stack, parse_config, read_journal,
+                            validate_construct, validate_dump, validate_stack)
+from msprobe.schema.journal import JOURNAL_MAGIC
+from tests.shared.dump_trees import build_tree, dump_doc, file_bytes, hang_guard, json_value, trees
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                        HealthCheck.too_slow])
+XOR_RECORD = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "md5": "0x832304e8808f4155"}
+DEEP = b"[" * 100000 + b"]" * 100000
+
+
+def _shared_references(depth: int) -> bytes:
+    """A small pickle whose lists refer to one another: walked as a tree it doubles with every level."""
+    value = ["x"]
+    for _ in range(depth):
+        value = [value, value]
+    return JOURNAL_MAGIC + pickle.dumps(["d", "Torch.exp.0.forward", {"output": value}], protocol=4)
+
+
+def _only_schema_errors(call, *args) -> None:
+    try:
+        call(*args)
+    except SchemaError as exc:
+        assert "\n" not in str(exc)
+
+
+@FUZZ
+@given(doc=st.one_of(dump_doc, json_value))
+@example(doc={"data": {"Functional.linear.0.forward": {"input_args": [XOR_RECORD], "output": [XOR_RECORD]}}})
+@example(doc={"data": {"Torch.exp.0.forward": {"output": [{"type": "torch.Tensor", "md5": "0x83"}]}}})
+def test_dump_json_reader(doc):
+    _only_schema_errors(validate_dump, doc)
+
+
+@FUZZ
+@given(raw=file_bytes)
+@example(raw=DEEP)
+@example(raw=b'{"data": {"A.b.0.forward": {"output": ' + b"[" * 3000 + b"]" * 3000 + b"}}}")
+def test_dump_json_file_reader(tmp_path_factory, raw):
+    path = tmp_path_factory.mktemp("dump") / "dump.json"
+    path.write_bytes(raw)
+    _only_schema_errors(load_dump, path)
+
+
+@FUZZ
+@given(doc=json_value, raw=file_bytes)
+@example(doc={"Module.a.A.forward.0": ["Module.b.B.forward.0", 1]}, raw=b'{"a": [[], ["f"]]}')
+def test_construct_and_stack_readers(tmp_path_factory, doc, raw):
+    _only_schema_errors(validate_construct, doc)
+    _only_schema_errors(validate_stack, doc)
+    folder = tmp_path_factory.mktemp("cs")
+    (folder / "construct.json").write_bytes(raw)
+    (folder / "stack.json").write_bytes(raw)
+    _only_schema_errors(load_construct, folder / "construct.json")
+    _only_schema_errors(load_stack, folder / "stack.json")
+
+
+@FUZZ
+@given(raw=file_bytes)
+@example(raw=_shared_references(60))
+@example(raw=JOURNAL_MAGIC + pickle.dumps(["d", "Torch.exp.0.forward", {"f": print}], protocol=4))
+@example(raw=b'["h", {}]\n["d", "Torch.exp.0.forward", ' + b"[" * 100000 + b"\n[]\n")
+@example(raw=b'["h", {}]\n["d", "Torch.exp.0.forward", {"output": [{"type": "torch.Tensor", "Max": #7ff0000000000000}]}]\n')
+def test_journal_reader(tmp_path_factory, raw):
+    path = tmp_path_factory.mktemp("journal") / "dump.journal"
+    path.write_bytes(raw)
+    _only_schema_errors(read_journal, path)
+
+
+@FUZZ
+@given(doc=st.one_of(json_value, st.dictionaries(st.sampled_from(["task", "dump_path", "step", "rank", "level",
+                                                                  "statistics", "seed", "async_dump"]),
+                                                 json_value, max_size=5)),
+       overrides=st.fixed_dictionaries({}, optional={"dump_path": json_value, "step": json_value,
+                                                     "task": json_value, "level": json_value}))
+@example(doc={"step": ["0-1000000000"], "rank": ["0-1000000000"]}, overrides={})
+@example(doc={"dump_path": ""}, overrides={"dump_path": "./x"})
+@example(doc={"statistics": {"summary_mode": "xor"}}, overrides={})
+@example(doc={"step": ["0-99999999999999999999"]}, overrides={"step": [10 ** 30]})
+def test_config_reader(doc, overrides):
+    _only_schema_errors(lambda: parse_config(doc, "config.json", overrides))
+
+
+@FUZZ
+@given(nodes=trees, target=st.sampled_from(["", "step0", "step1/rank0", "step0/rank/dump.json", "rank"]))
+@example(nodes=[(["step-1", "rank0", "dump.json"], "file", b"{}"), (["step01", "rank0"], "dir", b"")], target="")
+@example(nodes=[(["step0", "rank0", "dump.json"], "fifo", b"")], target="")
+@example(nodes=[(["step0", "rank0", "dump.json"], "dir", b"")], target="step0/rank0")
+def test_inspect_command(tmp_path_factory, capsys, nodes, target):
+    root = tmp_path_factory.mktemp("tree")
+    build_tree(root, nodes)
+    with hang_guard(), pytest.raises(SystemExit) as exited:
+        main(["inspect", "--quiet", str(root / target)])
+    err = capsys.readouterr().err
+    assert exited.value.code in (0, 2), err
+    if exited.value.code == 2:
+        assert err.splitlines()[-1].startswith("msprobe: error: ") and "Traceback" not in err, err
