@@ -7,18 +7,14 @@ forward, stop() + step() after the optimizer). Every round takes one step of eac
 dump, the full dump, the dump with one part switched off, the dump with all of them off), so all ratios
 compare steps taken under the same machine load; the machine's drift between runs cancels out (the
 no-dump steps train a second copy of the model, as there). A part
-is switched off by replacing the engine's function for it (statistics: every tensor gets one constant
-record, so the one-call C records, meta and statistics, are off too; no stacks, no journal record, no
-backward gates and so no backward entries (the module hooks, which gate in C, then run with autograd
-off); API calls without autograd, recorded in one C call, still encode their journal line, to
-/dev/null): files written that way are wrong on purpose, so this is a tool for engineers, not an option
-of the dump.
+is switched off by replacing the engine's function for it (statistics: every tensor gets constant
+statistics; no stacks, no journal record, no backward gates and so no backward entries): files written
+that way are wrong on purpose, so this is a tool for engineers, not an option of the dump.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -36,56 +32,25 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     import msprobe.pytorch.gates as gates
     import msprobe.pytorch.hooks as hooks
     import msprobe.pytorch.stats as stats
-    import torch
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
-    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "capturer": engine.stack.capturer,
-                "entry": stepfiles.StepWriter.entry,
-                "appender": stepfiles.StepWriter.appender, "gate": gates.gate, "hooks_gate": hooks.gate,
-                "gate_output": gates._gate_output, "module_hooks": hooks.Hooks._module_hooks}
-    nowhere = os.open(os.devnull, os.O_WRONLY)
-    gating = [True]
-    set_grad, grad_enabled = torch._C._set_grad_enabled, torch._C.is_grad_enabled
-
-    def without_gates(hook):  # the module hooks in C gate by themselves: they run with autograd off
-        def run(*args):
-            if gating[0]:
-                return hook(*args)
-            mode = grad_enabled()
-            set_grad(False)
-            try:
-                return hook(*args)
-            finally:
-                set_grad(mode)
-        return run
-
-    def module_hooks(self, module, full):
-        pre, post, owner, parameters = original["module_hooks"](self, module, full)
-        return without_gates(pre), without_gates(post), owner, parameters
-
-    hooks.Hooks._module_hooks = module_hooks
+    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
+                "gate": gates.gate, "hooks_gate": hooks.gate, "gate_output": gates._gate_output}
 
     def no_gate(engine_, call, side, value, path, count, recorded_later=True):
         return value
 
-    record = dict(type="torch.Tensor", dtype="torch.float32", shape=[], requires_grad=False, **zeros)
-    made = encoder._whole
-
-    def statistics_(off: bool) -> None:  # the one-call records (C) and the Python path's statistics
+    def statistics_(off: bool) -> None:
         stats.reduce = (lambda t, precision, md5: stats.Handle("host", (), 1, None, ready=zeros)) if off \
             else original["reduce"]
-        encoder.use_record_maker((lambda tensor: record) if off else made)
 
     def stacks(off: bool) -> None:
         engine.stack.capture = (lambda *args: []) if off else original["capture"]
-        engine.stack.capturer = (lambda: engine.stack.capture) if off else original["capturer"]
 
-    def journal(off: bool) -> None:  # calls recorded in C (record_plain_call) still encode theirs, for nothing
+    def journal(off: bool) -> None:
         stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]
-        stepfiles.StepWriter.appender = (lambda self: (nowhere, {})) if off else original["appender"]
 
     def gates_(off: bool) -> None:  # the views of arguments and the hooks of outputs
-        gating[0] = not off
         gates.gate = no_gate if off else original["gate"]
         hooks.gate = no_gate if off else original["hooks_gate"]
         gates._gate_output = (lambda engine_, call, value, path, count, made: value) if off else original["gate_output"]

@@ -1,8 +1,12 @@
-"""Dump overhead on the built-in tiny transformer (CPU, 1 thread): median step-time ratio against no dump.
+"""Dump overhead on the built-in transformer: median step-time ratio against no dump.
 
-    python bench/dump_overhead.py [--steps 20] [--upstream-python /tmp/msprobe-upstream/bin/python]
+    python bench/dump_overhead.py [--steps 20] [--model tiny|large] [--device cpu|cuda]
+                                  [--upstream-python /tmp/msprobe-upstream/bin/python]
 
-Model: embedding + 2 blocks (d=64, 4 heads, MLP 256), AdamW, batch 8x32; start() before the forward,
+Models: ``tiny`` embedding + 2 blocks (d=64, 4 heads, MLP 256), batch 8x32 (per-call costs dominate);
+``large`` 4 blocks of d=512, 8 heads, MLP 2048, batch 4x128 (~0.5-1 s a step on one CPU thread: reading each
+tensor once dominates); on ``--device cuda`` 8 blocks of d=1024, 16 heads, MLP 4096, batch 8x512. AdamW;
+CPU runs use 1 thread. start() before the forward,
 stop() + step() after the optimizer. Each mode runs in a fresh worker process that alternates no-dump
 and dumped steps, so every ratio compares steps taken under the same machine load. The no-dump steps
 train a second copy of the model (same seed): hooks a debugger keeps on its model between dumped steps
@@ -41,9 +45,17 @@ MODES = {  # label: (task, level, summary_mode, dumped)
     "statistics mix": ("statistics", "mix", "statistics", True),
     "statistics L1+md5": ("statistics", "L1", "md5", True),
     "tensor L1": ("tensor", "L1", "statistics", True),
+    "statistics L1 async": ("statistics", "L1", "statistics", True),
 }
-TARGETS = {"not dumped": 1.03, "statistics L0": 1.3, "statistics L1": 3.0, "statistics mix": 3.5,
-           "statistics L1+md5": 4.0, "tensor L1": 10.0}
+ASYNC = {"statistics L1 async"}
+"""Modes run with ``async_dump: true`` (files finished on the background thread); the others as msprobe's
+default, ``async_dump: false`` (a step's files are on disk when step() returns)"""
+TARGETS = {"tiny": {"not dumped": 1.03}, "large": {"not dumped": 1.03, "statistics L0": 1.10, "statistics L1": 1.6}}
+"""Step-time ratios to reach; beyond them every dumped mode is to be at least 3x faster than msprobe's"""
+SIZES = {"tiny": dict(layers=2, d=64, heads=4, hidden=256, batch=8, seq=32),
+         "large": dict(layers=4, d=512, heads=8, hidden=2048, batch=4, seq=128),
+         "cuda": dict(layers=8, d=1024, heads=16, hidden=4096, batch=8, seq=512)}
+HBM_BYTES_PER_S = {"NVIDIA H200": 4.8e12, "NVIDIA H100": 3.35e12, "NVIDIA A100": 2.0e12}
 
 
 def _tiny_model():
@@ -54,13 +66,15 @@ def _tiny_model():
     return module
 
 
-def worker(label: str, steps: int, work: Path) -> dict:
+def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> dict:
     import torch
 
     torch.set_num_threads(1)
     from msprobe.pytorch import PrecisionDebugger
 
     tiny = _tiny_model()
+    size = dict(SIZES["cuda" if device == "cuda" else model_name])
+    batch, seq = size.pop("batch"), size.pop("seq")
     task, level, summary, dumped = MODES[label]
     dump_path = work / "dump"
     block = {"scope": [], "list": [], "data_mode": ["all"]}
@@ -68,14 +82,15 @@ def worker(label: str, steps: int, work: Path) -> dict:
         block["summary_mode"] = summary
     config = work / "config.json"
     config.write_text(json.dumps({"task": task, "dump_path": str(dump_path), "rank": [], "level": level,
-                                  "step": [] if dumped else [10 ** 6], task: block}))
+                                  "step": [] if dumped else [10 ** 6], task: block, "async_dump": label in ASYNC}))
     trained = {}
     for kind in ("base", "dump"):  # the same model twice: the debugger's hooks never touch the base steps'
         torch.manual_seed(0)
-        model = tiny.TinyTransformer()
+        model = tiny.TinyTransformer(**size).to(device)
         trained[kind] = (model, torch.optim.AdamW(model.parameters(), lr=1e-4))
-    tokens, targets = tiny.make_batch()
+    tokens, targets = tiny.make_batch(batch, seq, device=device)
     debugger = PrecisionDebugger(config_path=str(config))
+    reduced = _time_statistics()  # ours: time and bytes of the statistics kernels, per step
     for _ in range(3):
         for model, optimizer in trained.values():
             tiny.train_step(model, optimizer, tokens, targets)
@@ -87,6 +102,7 @@ def worker(label: str, steps: int, work: Path) -> dict:
     def run_step(kind, dump):
         """One step of ``kind``'s model, dumped or not: (start, wall, process CPU) in seconds."""
         model, optimizer = trained[kind]
+        sync()
         w, c = time.perf_counter(), time.process_time()
         if dump:
             debugger.start(model=model)
@@ -94,7 +110,10 @@ def worker(label: str, steps: int, work: Path) -> dict:
         if dump:
             debugger.stop()
             debugger.step()
+        sync()
         return w, time.perf_counter() - w, time.process_time() - c
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
     for i in range(steps):  # ABBA order: drift in machine load hits both sides alike
         order = (("base", False), ("dump", True)) if i % 2 == 0 else (("dump", True), ("base", False))
@@ -119,12 +138,59 @@ def worker(label: str, steps: int, work: Path) -> dict:
             dumped += 1
         size = sum(p.stat().st_size for p in dump_path.rglob("*") if p.is_file() and not _opened_ahead(p))
     median = statistics.median
+    dumped_steps = max(1, len(wall["dump"]) + len(back["dump"]) + len(back["dump"]) // 4)
+    stats_s, stats_bytes = (reduced[0] / dumped_steps, reduced[1] / dumped_steps) if reduced else (None, None)
     return {"ratio": median(wall["dump"]) / median(wall["base"]),
+            "stats_share": stats_s / median(wall["base"]) if stats_s is not None else None,
+            "hbm_share": _hbm_share(stats_s, stats_bytes) if device == "cuda" and stats_s else None,
             "all_in_ratio": median(wall["all-in"]) / median(wall["base"]),
             "cpu_ratio": median(cpu["dump"]) / median(cpu["base"]),
             "back_to_back_ratio": median(back["dump"]) / median(back["base"]),
             "base_ms": median(wall["base"]) * 1e3,
             "entries_per_step": entries / max(dumped, 1), "bytes_per_step": size / max(dumped, 1)}
+
+
+def _time_statistics():
+    """[seconds, bytes] the statistics kernels took (``msprobe.pytorch.stats.reduce``: ours only; on a
+    device the time to start them, plus the batches' transfers), or None in upstream's worker."""
+    try:
+        from msprobe.pytorch import stats
+    except ImportError:
+        return None
+    if not hasattr(stats, "reduce_on_device"):
+        return None
+    totals = [0.0, 0]
+
+    def timed(function):
+        def run(tensor, *args):
+            start = time.perf_counter()
+            try:
+                return function(tensor, *args)
+            finally:
+                totals[0] += time.perf_counter() - start
+                totals[1] += tensor.numel() * tensor.element_size()
+        return run
+
+    def timed_batch(handles):
+        start = time.perf_counter()
+        try:
+            return to_host(handles)
+        finally:
+            totals[0] += time.perf_counter() - start
+
+    to_host = stats.to_host
+    stats.reduce = timed(stats.reduce)
+    stats.to_host = timed_batch
+    return totals
+
+
+def _hbm_share(seconds: float, nbytes: float):
+    """The statistics' read rate as a share of the GPU's memory bandwidth (its peak, by name)."""
+    import torch
+
+    name = torch.cuda.get_device_name()
+    peak = next((value for key, value in HBM_BYTES_PER_S.items() if name.startswith(key)), None)
+    return nbytes / seconds / peak if peak else None
 
 
 def _opened_ahead(path: Path) -> bool:
@@ -137,14 +203,14 @@ def _opened_ahead(path: Path) -> bool:
     return path.name == JOURNAL_NAME and not journal_recorded(path)
 
 
-def run_worker(python: str, label: str, steps: int, timeout: int):
+def run_worker(python: str, label: str, steps: int, timeout: int, model: str = "tiny", device: str = "cpu"):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     if python == sys.executable:  # ours
         env["PYTHONPATH"] = os.pathsep.join(SOURCES)
     try:
-        done = subprocess.run([python, __file__, "--worker", label, "--steps", str(steps)], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        done = subprocess.run([python, __file__, "--worker", label, "--steps", str(steps), "--model", model,
+                               "--device", device], capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc).splitlines()[0]
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -166,55 +232,79 @@ def upstream_version(python: str):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=20, help="measured steps per mode (more: less noise)")
+    parser.add_argument("--model", choices=["tiny", "large"], default="tiny",
+                        help="tiny: per-call costs dominate; large: ~0.5-1 s a CPU step, reading tensors dominates")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: a d=1024, 8-layer model, batch 8x512, on the GPU")
+    parser.add_argument("--modes", help="comma-separated modes to run (default: all)")
     parser.add_argument("--upstream-python", help="python of a venv with mindstudio-probe (e.g. 26.2.0) and torch")
     parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         work = Path(tempfile.mkdtemp(prefix="msprobe-bench-"))
         try:
-            print(json.dumps(worker(args.worker, args.steps, work)))
+            print(json.dumps(worker(args.worker, args.steps, work, args.model, args.device)))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return 0
     version, why = (upstream_version(args.upstream_python) if args.upstream_python
                     else (None, "no --upstream-python given"))
+    labels = [label for label in MODES if not args.modes or label in args.modes.split(",")]
+    if "not dumped" not in labels:
+        labels.insert(0, "not dumped")
     ours, theirs = {}, {}
-    for label in MODES:
-        ours[label], error = run_worker(sys.executable, label, args.steps, 1800)
+    for label in labels:
+        ours[label], error = run_worker(sys.executable, label, args.steps, 1800, args.model, args.device)
         if error:
             print(f"{label}: our run failed: {error}", file=sys.stderr)
             return 1
-        if version:
-            theirs[label], error = run_worker(args.upstream_python, label, args.steps, 3600)
+        if version and label not in ASYNC:
+            theirs[label], error = run_worker(args.upstream_python, label, args.steps, 3600, args.model, args.device)
             if error:
                 theirs[label] = None
                 why = f"{label}: {error}"
-    report(ours, theirs, version, why)
-    # MindSpore native and MSAdapter rows (issue #4), same run: bench/dump_overhead_mindspore.py
+    report(ours, theirs, version, why, args.model, args.device)
+    if args.model != "tiny" or args.device != "cpu" or args.modes:
+        return 0
+    # MindSpore native and MSAdapter rows, same run: bench/dump_overhead_mindspore.py
     sys.path[:0] = [str(Path(__file__).resolve().parent)] + SOURCES
     from dump_overhead_mindspore import main_rows
     main_rows(args.steps)
     return 0
 
 
-def report(ours: dict, theirs: dict, version, why) -> None:
-    print(f"tiny transformer, CPU, 1 thread; no-dump step {ours['not dumped']['base_ms']:.2f} ms (median)")
-    header = (f"{'mode':18s} {'ours':>7s} {'target':>7s} {'cpu':>7s} {'all-in':>7s} {'b2b':>7s} {'entries/step':>12s} "
-              f"{'bytes/step':>11s}")
+def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: str = "cpu") -> None:
+    where = "GPU" if device == "cuda" else "CPU, 1 thread"
+    print(f"{model if device == 'cpu' else 'cuda'} transformer, {where}; no-dump step "
+          f"{ours['not dumped']['base_ms']:.2f} ms (median)")
+    targets = TARGETS.get(model, {})
+    header = (f"{'mode':20s} {'ours':>7s} {'target':>7s} {'stats':>6s} {'cpu':>7s} {'all-in':>7s} {'b2b':>7s} "
+              f"{'entries/step':>12s} {'bytes/step':>11s}")
+    if device == "cuda":
+        header += f" {'HBM':>5s}"
     if version:
-        header += f" {'msprobe ' + version:>15s} {'cpu':>7s} {'b2b':>7s} {'entries/step':>12s} {'bytes/step':>11s}"
+        header += (f" {'msprobe ' + version:>15s} {'faster':>7s} {'cpu':>7s} {'b2b':>7s} {'entries/step':>12s} "
+                   f"{'bytes/step':>11s}")
     print(header)
     for label, row in ours.items():
-        line = (f"{label:18s} {row['ratio']:6.2f}x {TARGETS[label]:6.2f}x {row['cpu_ratio']:6.2f}x "
+        target = f"{targets[label]:6.2f}x" if label in targets else f"{'':7s}"
+        share = f"{row['stats_share']:6.2f}" if row.get("stats_share") is not None else f"{'':6s}"
+        line = (f"{label:20s} {row['ratio']:6.2f}x {target} {share} {row['cpu_ratio']:6.2f}x "
                 f"{row['all_in_ratio']:6.2f}x {row['back_to_back_ratio']:6.2f}x {row['entries_per_step']:12.0f} "
                 f"{row['bytes_per_step']:11.0f}")
+        if device == "cuda":
+            line += f" {row['hbm_share']:5.2f}" if row.get("hbm_share") is not None else f" {'':5s}"
         up = theirs.get(label)
         if up:
-            line += (f" {up['ratio']:14.2f}x {up['cpu_ratio']:6.2f}x {up['back_to_back_ratio']:6.2f}x "
+            # how many times less overhead (ratio - 1) ours adds than msprobe's, as the issue's 3x reads
+            faster = (up["ratio"] - 1) / max(row["ratio"] - 1, 1e-9) if row["ratio"] > 1 else float("inf")
+            line += (f" {up['ratio']:14.2f}x {faster:6.1f}x {up['cpu_ratio']:6.2f}x {up['back_to_back_ratio']:6.2f}x "
                      f"{up['entries_per_step']:12.0f} {up['bytes_per_step']:11.0f}")
         print(line)
-    if why and not (version and all(theirs.get(label) for label in MODES)):
+    print("stats: the statistics kernels' share of a no-dump step; all-in: until the step's files are on disk"
+          + ("; HBM: their read rate against the GPU's memory bandwidth" if device == "cuda" else ""))
+    if why and not (version and all(theirs.get(label) for label in ours if label not in ASYNC)):
         print(f"upstream msprobe: not measured ({why})")
 
 

@@ -1,4 +1,4 @@
-"""The statistics kernel (``_native.stats``: Max, Min, sum, sum of squares of a dense CPU block in one pass)
+"""The statistics kernel (``msprobe.dump._kernels.stats``: Max, Min, sum, sum of squares of a dense CPU block in one pass)
 against torch's own four reductions of the same tensor, per dtype, in one process.
 
     python bench/reduce_kernel.py [--numel 65536] [--rounds 7]
@@ -35,17 +35,17 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    from msprobe.dump import native
+    from msprobe.dump import kernels
 
     torch.set_num_threads(1)
-    kernel = native.helpers()
+    kernel = kernels.loaded()
     if kernel is None:
-        print("the C helpers are not built here (no compiler?): nothing to measure", file=sys.stderr)
+        print("msprobe.dump._kernels is not built in this environment: nothing to measure", file=sys.stderr)
         return 1
     print(f"{args.numel} elements, best of {args.rounds} rounds, AVX2 loop: {bool(kernel.has_avx2)}")
     print(f"{'dtype':10s} {'ours G/s':>9s} {'torch G/s':>10s} {'torch/ours time':>16s}")
-    kinds = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
-             torch.float64: native.F64}
+    kinds = {torch.float32: kernels.F32, torch.bfloat16: kernels.BF16, torch.float16: kernels.F16,
+             torch.float64: kernels.F64}
     for dtype, kind in kinds.items():
         tensor = torch.randn(args.numel).to(dtype)
         address = tensor.data_ptr()

@@ -7,7 +7,6 @@ import torch
 
 from dumphelpers import assert_stats_match, dump_one_step, numpy_stats
 from msprobe.pytorch import stats
-from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.pytorch.content_cache import ContentCache
 
 
@@ -16,9 +15,7 @@ def _run(tmp_path, body, summary_mode="statistics"):
 
 
 def _counting(monkeypatch):
-    """Shapes of the tensors whose statistics were computed, by the Python path (``stats.reduce``) or
-    the C one (``torch_record``: a record whose statistics are new objects; one served from a cache holds
-    the objects computed before)."""
+    """Shapes of the tensors whose statistics were computed (``stats.reduce`` calls)."""
     reduced = []
     original = stats.reduce
 
@@ -26,22 +23,6 @@ def _counting(monkeypatch):
         reduced.append(tuple(tensor.shape))
         return original(tensor, precision, md5)
     monkeypatch.setattr(stats, "reduce", counted)
-    maker = TorchAdapter.record_maker
-    seen = []  # every Max handed out, kept alive so that no id is reused
-
-    def counting_maker(adapter, precision, md5, shared=False):
-        whole = maker(adapter, precision, md5, shared)
-        if whole is None:
-            return None
-
-        def record(tensor):
-            made = whole(tensor)
-            if made is not None and not any(made["Max"] is earlier for earlier in seen):
-                reduced.append(tuple(tensor.shape))
-                seen.append(made["Max"])
-            return made
-        return record
-    monkeypatch.setattr(TorchAdapter, "record_maker", counting_maker)
     return reduced
 
 

@@ -16,10 +16,8 @@ def _data(dump_dir, step):
 
 
 def _hooks_on(model):
-    """How many hooks the model's modules and parameters hold (the user's none); a module's call-through
-    (``hook_dicts``) is its pre and post hook."""
-    modules = sum(len(m._forward_pre_hooks) + len(m._forward_hooks) + 2 * ("_compiled_call_impl" in m.__dict__)
-                  for m in model.modules())
+    """How many hooks the model's modules and parameters hold (the user's none), read from torch's dicts."""
+    modules = sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in model.modules())
     params = sum(len(p._backward_hooks or {}) for p in model.parameters())
     return modules, params
 
@@ -114,17 +112,11 @@ def test_a_frozen_parameter_made_trainable_again_is_recorded_by_kept_hooks(dump_
     assert _hooks_on(model) == (4, 4)
 
 
-@pytest.mark.parametrize("check", ["c", "python"])
-def test_a_plan_sees_every_change_of_children_and_parameters(check, monkeypatch):
-    """``ModelPlan.still_valid`` (``_native.same_members``, or its Python twin): a child or a parameter
-    added, removed or replaced anywhere in the model makes the plan stale; nothing else does."""
-    from msprobe.dump import native
+def test_a_plan_sees_every_change_of_children_and_parameters():
+    """``ModelPlan.still_valid``: a child or a parameter added, removed or replaced anywhere in the model
+    makes the plan stale; nothing else does."""
     from msprobe.pytorch import model_plan
 
-    if check == "python":
-        monkeypatch.setattr(model_plan, "_same_members", model_plan._same_members_python)
-    else:
-        assert model_plan._same_members is native.helpers().same_members
     model = torch.nn.Sequential(MLP(), torch.nn.Linear(4, 4, bias=False))
     changes = [
         lambda m: setattr(m[0], "fc2", torch.nn.Linear(16, 4)),  # a child replaced

@@ -1,5 +1,6 @@
-"""The next recorded step's directory and journal are opened on the background thread at step(): its
-first entry uses them when they are ready, opens its own when not, and an unused one is removed."""
+"""With ``async_dump``, the next recorded step's directory and journal are opened on the background thread
+at step(): its first entry uses them when they are ready, opens its own when not, and an unused one is
+removed. (Without it, a step's files are written before step() returns, and nothing is opened ahead.)"""
 from __future__ import annotations
 
 import json
@@ -15,6 +16,13 @@ from msprobe.dump import ahead
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs
 from msprobe.schema.journal import journal_recorded
+
+
+def _async_debugger(dump_dir, level, **extra):
+    config = dump_dir.parent / "config.json"
+    config.write_text(json.dumps(dict({"task": "statistics", "level": level, "dump_path": str(dump_dir),
+                                       "async_dump": True}, **extra)))
+    return PrecisionDebugger(config_path=str(config))
 
 
 def _step(debugger, model, x):
@@ -35,7 +43,7 @@ def _entries(rank_dir):
 def test_the_next_steps_directory_is_ready_before_it_starts_and_used(dump_dir):
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(2, 8)
-    debugger = PrecisionDebugger(task="statistics", level="mix", dump_path=str(dump_dir), step=[0, 1])
+    debugger = _async_debugger(dump_dir, "mix", step=[0, 1])
     _step(debugger, model, x)
     debugger.flush()
     assert _files(dump_dir / "step1" / "rank") == ["dump.journal"]  # step 1 not started yet
@@ -55,7 +63,7 @@ def test_the_next_steps_directory_is_ready_before_it_starts_and_used(dump_dir):
 def test_a_first_entry_before_the_background_thread_opens_its_own(dump_dir):
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(2, 8)
-    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger = _async_debugger(dump_dir, "L1")
     debugger.start(model)
     model(x).sum().backward()
     debugger.stop()
@@ -75,7 +83,7 @@ def test_a_first_entry_before_the_background_thread_opens_its_own(dump_dir):
 def test_a_directory_opened_ahead_and_not_used_is_removed(dump_dir):
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(2, 8)
-    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    debugger = _async_debugger(dump_dir, "L1")
     _step(debugger, model, x)
     debugger.flush()
     assert (dump_dir / "step1" / "rank" / "dump.journal").exists()
@@ -89,7 +97,7 @@ def test_a_directory_opened_ahead_and_not_used_is_removed(dump_dir):
     assert sorted(p.name for p in dump_dir.iterdir()) == ["step0", "step2"]
 
 
-def test_prepare_dirs_makes_what_is_missing_and_stops_at_a_journal(tmp_path, helpers_or_not):
+def test_prepare_dirs_makes_what_is_missing_and_stops_at_a_journal(tmp_path):
     step, rank = tmp_path / "step4", tmp_path / "step4" / "rank"
     journal = rank / "dump.journal"
     assert ahead._prepare_dirs([str(step), str(rank)], str(journal)) == [str(step), str(rank)]

@@ -179,8 +179,10 @@ def install_repo_packages(paths: Iterable[Union[str, Path]], timeout: float = 60
         [python, "-c", "import hatchling"], capture_output=True).returncode == 0 else []
     with tempfile.TemporaryDirectory(prefix="msprobe-wheels-", dir=str(rootfs / "tmp")) as tmp:
         for d in dirs:
+            # pure-Python wheels: the host's compiled extensions (the dump's kernels) are not for python3.9
             proc = subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", *isolation, "-w", tmp,
-                                   str(d)], capture_output=True, text=True, timeout=timeout)
+                                   str(d)], capture_output=True, text=True, timeout=timeout,
+                                  env=dict(os.environ, MSPROBE_PURE_WHEEL="1"))
             if proc.returncode != 0:
                 raise MsadapterEnvError(f"building the wheel of {d} failed: {_last_line(proc)}")
         inside = "/" + str(Path(tmp).relative_to(rootfs))

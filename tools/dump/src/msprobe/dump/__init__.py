@@ -14,7 +14,7 @@ Construction (what a framework's ``PrecisionDebugger`` does)::
 
 The adapter (``msprobe/dump/adapter.py``) provides, per tensor:
 ``framework`` ("pytorch" | "mindspore" | "mindtorch"), ``tensor_suffix`` (".pt" | ".npy"), ``module_prefix``
-("Module" | "Cell"), ``stats_batch`` (entries per device→host batch), ``is_tensor(v)``,
+("Module" | "Cell"), ``stats_batch`` (entries per device→host batch of device statistics), ``is_tensor(v)``,
 ``tensor_meta(t) -> (type, dtype name as the format spells it, shape, requires_grad)``,
 ``tensor_stats(t, precision, md5) -> handle`` (reduction started on the tensor's device, no sync),
 ``stats_to_host(handles) -> [{"Max","Min","Mean","Norm"[,"md5"]}]`` (one transfer per batch),
@@ -49,14 +49,13 @@ Max/Min/Mean/Norm; ``msprobe.schema.record_is_finite`` helps); False drops the e
 files). ``policy.finished()`` True stops all recording (e.g. after ``overflow_nums`` overflows);
 ``policy.save_tensors`` True writes tensor files of kept entries; ``policy.on_step_end(step)`` after each step.
 
-Files: one ``msprobe.schema.RankWriter`` journal per step and rank (``dump_path/step{N}/rank{R}``, created with
-the first entry written for that step, never in advance); every entry is appended and flushed to the kernel
-as soon as its statistics are on the host, so a killed process keeps it (``stats_batch`` > 1 trades that for
-fewer device syncs; ``async_dump`` defers to stop/step). Stacks and construct records are written in bulk by the
-background thread at stop() and step(). stop() flushes; step() has the background thread write
-dump.json/stack.json/construct.json (from the entries' journal lines kept in memory,
-``stepfiles.StepWriter``: the same bytes as ``RankWriter.finalize`` without reading the journal back; each
-entry is encoded as JSON once, by the compiled encoder, for its journal line and dump.json) and remove the journal;
+Files: one ``msprobe.schema.RankWriter`` journal of JSON lines per step and rank (``dump_path/step{N}/rank{R}``,
+created with the first entry written for that step); every entry whose statistics are on the host is appended
+with one write as it is recorded, so a killed process keeps it (device statistics come back in batches of
+``stats_batch`` entries, or at stop/step). Stacks and construct records are written in bulk at stop() and
+step(). step() writes dump.json/stack.json/construct.json from the entries' journal lines kept in memory
+(``stepfiles.StepWriter``: the same bytes as ``RankWriter.finalize``) and removes the journal: before it
+returns (``async_dump: false``, msprobe's default), or on the background thread (``async_dump: true``);
 ``engine.wait()`` (``PrecisionDebugger.flush()``) blocks until that and every queued tensor file is done,
 and runs at process exit.
 """

@@ -6,7 +6,7 @@ the engine through the ``DumpEngine`` methods listed in ``msprobe/dump/__init__.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 class Adapter:
@@ -19,12 +19,9 @@ class Adapter:
     """Suffix of tensor files: ``.pt`` (PyTorch) or ``.npy`` (MindSpore, MSAdapter)."""
     module_prefix = "Module"
     """``Module`` (PyTorch, MSAdapter) or ``Cell`` (MindSpore native)."""
-    tensor_type: Optional[type] = None
-    """The framework's tensor class, when ``is_tensor`` is ``isinstance(value, tensor_type)`` (lets the
-    compiled helpers walk arguments without asking ``is_tensor``)."""
-    stats_batch = 1
-    """Entries to hold before one ``stats_to_host`` call: 1 on CPU (host values at once, nothing lost
-    on a kill), larger on accelerators (one device→host copy per batch)."""
+    stats_batch = 64
+    """Entries with device statistics to hold before one ``stats_to_host`` call (one device→host copy per
+    batch); entries whose statistics are host values (``ready_stats``) are written at once."""
 
     def is_tensor(self, value: Any) -> bool:
         raise NotImplementedError
@@ -40,14 +37,6 @@ class Adapter:
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
         """The final ``Max, Min, Mean, Norm`` (and ``md5``) of a handle whose values are already host numbers
         (the record is then complete at once, without a batch); None when ``stats_to_host`` is needed."""
-        return None
-
-    def record_maker(self, precision: str, md5: bool,
-                     shared: bool = False) -> Optional[Callable[[Any], Optional[Dict[str, Any]]]]:
-        """A function making a tensor's whole record (meta and final statistics) in one call, or None
-        for tensors it leaves to ``tensor_meta``/``tensor_stats``; None when the adapter has none.
-        ``shared``: nothing adds to the records it makes (no tensor files), so it may hand one record out
-        for several entries."""
         return None
 
     def stats_to_host(self, handles: Sequence[Any]) -> List[Dict[str, Any]]:

@@ -19,7 +19,6 @@ from typing import Callable, List, Optional
 from msprobe.schema.journal import JOURNAL_NAME
 from msprobe.schema.tree import TENSOR_DIR
 
-from . import native
 from .stepfiles import StepWriter
 
 
@@ -75,12 +74,7 @@ class OpenedAhead:
 
 
 def _prepare_dirs(dirs: List[str], journal: str) -> Optional[List[str]]:
-    """Those of ``dirs`` made (outermost first); None, and nothing done, when ``journal`` is there. In one
-    call without the GIL where the helpers are built (``_files.c``): the writer thread does this while the
-    next step trains."""
-    helpers = native.helpers()
-    if helpers is not None and hasattr(helpers, "prepare_dirs"):
-        return helpers.prepare_dirs(dirs, journal)
+    """Those of ``dirs`` made (outermost first); None, and nothing done, when ``journal`` is there."""
     if os.path.exists(journal):
         return None
     made = [path for path in dirs if not os.path.isdir(path)]

@@ -54,7 +54,7 @@ class BaseDebugger:
     def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
                  dump_path: Optional[str] = None, level: Optional[str] = None, step: Any = None,
                  tasks: Optional[Dict] = None) -> None:
-        config = load_config(config_path).overriding(task=task, dump_path=dump_path, level=level, step=step)
+        config = load_config(config_path, task=task, dump_path=dump_path, level=level, step=step)
         self.config = config
         self.adapter = self._make_adapter(config)
         self.engine = DumpEngine(config, self.adapter, tasks)

@@ -17,16 +17,13 @@ from msprobe.schema import DebuggerConfig
 from msprobe.schema.names import api_entry, module_entry, params_grad_entry
 from msprobe.schema.tree import rank_dir_name, step_dir_name
 
-from . import native, stack
+from . import stack
 from .adapter import Adapter
 from .calls import Call
 from .entry import Encoder, PendingTensor, place
 from .filters import EntryFilter
 from .output import StepOutput
 from .tasks import TaskPolicy, resolve_task
-
-
-_FINISH = getattr(native.helpers(), "finish_call", None)
 
 
 class DumpEngine:
@@ -48,23 +45,16 @@ class DumpEngine:
         self.busy = False
         self._counters: Dict[str, int] = {}
         header = {"task": config.task, "level": config.level, "framework": adapter.framework}
-        self.output = StepOutput(header, adapter.save_tensor, adapter.tensor_suffix, self.task.save_tensors)
+        self.output = StepOutput(header, adapter.save_tensor, adapter.tensor_suffix, self.task.save_tensors,
+                                 config.async_dump)
         self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
         self._rank_dir_known: Optional[Tuple[int, Optional[int], str]] = None
         self._lock = threading.RLock()
-        self._at_once = adapter.stats_batch == 1 and not config.async_dump
         # a task that keeps every entry and never finishes early (statistics, tensor) needs no asking per entry
         self._keeps_all = type(self.task).keep is TaskPolicy.keep and type(self.task).finished is TaskPolicy.finished
         self.finished = False
-        # entries made in C (calls without autograd whole, forward entries of the others, gradients) where
-        # nothing is decided per entry: every entry kept and written at once, no filter, no tensor files
-        self._plain_possible = self._keeps_all and self._at_once and self.filter.trivial \
-            and not self.task.save_tensors and native.helpers() is not None
-        self.plain: Optional[tuple] = None
-        """The C paths' context (``plain_context``) while a step's journal is open, else None"""
-        self._bases: Dict[Tuple[str, str], str] = {}
         engine_ref = weakref.ref(self)
         atexit.register(lambda: engine_ref() and engine_ref().close())
 
@@ -97,7 +87,7 @@ class DumpEngine:
         """step(): complete this step's files and move on."""
         self.recording = self.opened = False
         upcoming = self.step + 1
-        if self._keeps_all and self.output.writing() and self._records(upcoming):
+        if self.config.async_dump and self._keeps_all and self.output.writing() and self._records(upcoming):
             # it will write, as this one did: its directory is opened on the background thread, before
             # this step's files are finished there (ahead.py)
             self.output.open_ahead(self._rank_dir_of(upcoming))
@@ -221,9 +211,6 @@ class DumpEngine:
             self._modules.remove(call)
         if not call.want_forward:
             return
-        if self.plain is not None and _FINISH is not None:
-            _FINISH(self.plain, call, output, parameters)  # what follows, in C (_call.c)
-            return
         self.busy = True
         try:
             entry = self._forward_entry(call, output)
@@ -312,46 +299,17 @@ class DumpEngine:
     def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
              frames: Optional[List[str]]) -> None:
         with self._lock:
-            if self._keeps_all and self._at_once and not self._pending and \
-                    (not tensors or all(t.handle is None for t in tensors)):
+            if self._keeps_all and not self._pending and (not tensors or all(t.handle is None for t in tensors)):
                 # host statistics (the CPU), nothing pending before it: written now, as _flush_pending would
+                # (a kill keeps it); device statistics wait for a batch, or for the step's end (async_dump)
                 self.output.entry(self.rank_dir, name, entry, tensors, frames)
-                if self.plain is None and self._plain_possible and self.recording:
-                    self.plain = self.plain_context()
                 return
             self._pending.append((name, entry, tensors, frames))
             if not self.config.async_dump and len(self._pending) >= self.adapter.stats_batch:
                 self._flush_pending()
 
-    def open_plain(self) -> Optional[tuple]:
-        """The C paths' context for a window's first recorded call (``_module.c``, ``_mode.c``): the step's
-        journal is opened then, not at that call's entry, so the call needs no Python path (the first
-        module of every dumped step took ~0.1 ms longer through it). None where there is none."""
-        if self.plain is None and self._plain_possible and self.recording and not self.busy:
-            with self._lock:
-                self.output.open_writer(self.rank_dir)
-                self.plain = self.plain_context()
-        return self.plain
-
-    def plain_context(self) -> Optional[tuple]:
-        """What the C paths need to record as api_begin, api_inputs, api_outputs, module_end,
-        backward_grad, param_grad and _add would (``_call.c``, ``_backward.c``); None where the step's
-        journal or the C walk is not there. Valid until the next ``flush``: it holds the step's journal and
-        metadata list."""
-        journal = self.output.journal()
-        walk = self.encoder.walk_parts()
-        if journal is None or walk is None:
-            return None
-        fd, lines, metadata = journal
-        return (self, self._counters, self._bases) + walk + (fd, lines, metadata,
-                self._modules if self.module_level else None, self._pending, stack.capturer(), self._add_rest)
-
-    def _add_rest(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor], with_stack: bool) -> None:
-        self._add(name, entry, tensors, stack.capture() if with_stack else None)
-
     def _flush_pending(self) -> None:
-        pending = self._pending[:]  # emptied in place: plain_context holds the list
-        self._pending.clear()
+        pending, self._pending = self._pending, []
         if not pending:
             return
         handles = [t.handle for _, _, tensors, _ in pending for t in tensors if t.handle is not None]
@@ -373,7 +331,6 @@ class DumpEngine:
     def flush(self, final: bool) -> None:
         """Resolve pending statistics and write; ``final`` also emits incomplete backward entries and
         turns the journal into dump.json / stack.json / construct.json."""
-        self.plain = None
         with self._lock:
             if final:
                 for call in list(self._open_backward.values()):

@@ -3,8 +3,9 @@ construct/stack metadata, written through one background writer thread.
 
 The engine decides what is recorded; this writes it. An entry's journal record is on the kernel's side when
 ``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``step()``
-(what ``stop()`` gathered goes with it); the three JSON files of a step are written from memory, off the
-hot path."""
+(what ``stop()`` gathered goes with it); the three JSON files of a step are written from memory when the
+step ends: before ``step()`` returns, tensor files included (msprobe's ``async_dump: false``), or on the
+writer thread (``async_dump: true``)."""
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,9 @@ class StepOutput:
     """The files of one engine: one rank directory at a time, one writer thread for all of them."""
 
     def __init__(self, header: Dict[str, Any], save_tensor: Callable[[Any, str], None], suffix: str,
-                 save_tensors: bool) -> None:
+                 save_tensors: bool, asynchronous: bool = False) -> None:
         self._header = header
+        self._asynchronous = asynchronous
         self._suffix = suffix
         self._save_tensors = save_tensors
         self._save_tensor = save_tensor
@@ -35,12 +37,6 @@ class StepOutput:
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
         self._ahead: Optional[OpenedAhead] = None
-        self._journal_capacity = 1 << 18
-        """Bytes a new journal reserves: the last step's size and a quarter (journals grow when full)"""
-        self._journal_expected: Optional[int] = None
-        """Of those, the bytes whose pages are faulted in at once: the last step's size and a quarter (None
-        before a step was written: all). Faulting in a quarter of a megabyte that a step did not write
-        cost the writer thread ~0.3 ms a step, with the GIL held."""
 
     def entry(self, rank_dir: Callable[[], str], name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
               frames: Optional[List[str]]) -> None:
@@ -55,19 +51,9 @@ class StepOutput:
 
     def open_writer(self, rank_dir: Callable[[], str]) -> RankWriter:
         """The open step's writer; opened now when there is none (the step/rank directory appears with its
-        first entry, or just before it: ``DumpEngine.open_plain``)."""
+        first entry)."""
         writer = self._writer
         return self._open(rank_dir) if writer is None or writer.closed else writer
-
-    def journal(self) -> Optional[Tuple[Any, Dict[str, Any], List[Tuple[str, str, Any]]]]:
-        """(journal, lines, metadata) of the open step, for entries the C paths write as ``entry``
-        writes them (``DumpEngine.plain_context``): valid until the next ``flush`` or ``drop_metadata``;
-        None when no step is open or the helpers are not built."""
-        writer = self._writer
-        if writer is None or writer.closed or self._save_tensors:
-            return None
-        target = writer.appender()
-        return None if target is None else target + (self._metadata,)
 
     def construct(self, node: str, parent: Optional[str]) -> None:
         self._metadata.append(("c", node, parent))
@@ -82,11 +68,17 @@ class StepOutput:
         if writer is None or writer.closed:
             return
         items, self._metadata = self._metadata, []
+        if not self._asynchronous:
+            if items:
+                _write_metadata(writer, items)
+            if final:
+                self._writer = None
+                self.wait()  # the step's tensor files
+                writer.finish()
+            return
         if items:  # (stop(): deferred to step()'s call, which wakes the writer thread once for both)
             self._file_writer().defer(functools.partial(_write_metadata, writer, items), "metadata")
         if final:
-            self._journal_expected = writer.size() * 5 // 4  # (its metadata comes on top)
-            self._journal_capacity = max(1 << 18, self._journal_expected)
             self._file_writer().call(writer.finish, str(writer.rank_dir))
             self._writer = None
         else:
@@ -137,8 +129,7 @@ class StepOutput:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), self._journal_capacity,
-                          self._journal_expected, make_dir=not dir_made and not tensor_dir)
+        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), make_dir=not dir_made and not tensor_dir)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:

@@ -7,13 +7,10 @@ Each cache value holds its code object, so an id cannot be reused while it is ca
 from __future__ import annotations
 
 import dis
-import functools
 import linecache
 import os
 import sys
-from typing import Callable, Dict, List, Optional, Tuple
-
-from . import native
+from typing import Dict, List, Optional, Tuple
 
 _FORMATTED: Dict[Tuple[object, int], str] = {}
 _STACKS: Dict[Tuple, List[str]] = {}
@@ -74,8 +71,7 @@ def capture(limit: int = 64) -> List[str]:
     While a (non-generator) frame runs, its callers wait at fixed instructions, so the frame object and
     its current instruction identify the whole stack: a loop issuing many API calls (an optimizer over
     its parameters) walks the stack once per call site. The few frames remembered for that (with the
-    stacks of their call sites) are released by ``forget()`` at the end of each dumped window. The walk
-    itself is done in C when the helpers are built (``native.py``)."""
+    stacks of their call sites) are released by ``forget()`` at the end of each dumped window."""
     found = _anchor(sys._getframe(1))
     if found is None:
         return []
@@ -100,20 +96,8 @@ def capture(limit: int = 64) -> List[str]:
     return frames
 
 
-def capturer() -> Callable[[], List[str]]:
-    """``capture`` for the C paths: the same, with its common case (a call site seen before under a
-    remembered frame, ~85% of an L1 step's stacks) answered in C, ~1.5 us less a call."""
-    helpers = native.helpers()
-    if helpers is None or not hasattr(helpers, "recent_stack"):
-        return capture
-    return functools.partial(helpers.recent_stack, _SKIP, _skipped, _RECENT, _SUSPENDABLE, capture)
-
-
 def _anchor(frame) -> Optional[Tuple[object, int]]:
     """(frame, its current instruction) of the first frame that is not this package's or torch's own."""
-    helpers = native.helpers()
-    if helpers is not None:
-        return helpers.stack_anchor(frame, _SKIP, _skipped)
     skip_of = _SKIP.get
     while frame is not None:
         skip = skip_of(id(frame.f_code))
@@ -126,10 +110,6 @@ def _anchor(frame) -> Optional[Tuple[object, int]]:
 
 
 def _walk(frame, limit: int) -> List[str]:
-    helpers = native.helpers()
-    if helpers is not None:
-        key, codes = helpers.stack_key(frame, _SKIP, _skipped, limit)
-        return _frames_of(key, codes)
     skip_of = _SKIP.get
     keys: List[int] = []
     codes = []

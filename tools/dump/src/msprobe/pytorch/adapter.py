@@ -1,12 +1,10 @@
 """The PyTorch adapter: tensors, statistics and files for the engine; hooks live in ``hooks.py``."""
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from msprobe.dump import native
 from msprobe.dump.adapter import Adapter
 
 from . import stats
@@ -33,19 +31,18 @@ class TorchAdapter(Adapter):
     framework = "pytorch"
     tensor_suffix = ".pt"
     module_prefix = "Module"
-    tensor_type = torch.Tensor
+    stats_batch = 64
+    """Entries whose device statistics wait for one transfer (host statistics are final at once)"""
 
     def __init__(self, api_list_path: Optional[str] = None, record_nested: bool = False) -> None:
         self.table = ApiTable(load_api_list(api_list_path))
         self.record_nested = record_nested
-        self.stats_batch = 1 if not torch.cuda.is_available() else 64
         self._hooks = None
         self._stat_cache = ContentCache(4096)  # weak references: sized by bookkeeping, not by tensors
         self._crc_cache = ContentCache(4096, permuted=False)  # md5: CRC-32 follows the element order
         # holds host copies: a few, for the output-is-next-input case; a view's file has the view's shape
         self._snap_cache = ContentCache(16, by_contents=False)
         self._pt_writer = PtWriter()  # used by the background writer thread only
-        native.helpers()  # built here (once per machine), not inside the first dumped step
 
     # ----- tensors -----------------------------------------------------------------------------
     def is_tensor(self, value: Any) -> bool:
@@ -61,7 +58,7 @@ class TorchAdapter(Adapter):
     def tensor_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
         # one API's output is usually the next one's input, and views have their base's elements:
         # statistics are computed once per contents (content_cache.py). Final host statistics are cached
-        # as their dict (what the C path of record_maker reads and writes), others as their handle.
+        # as their dict, others as their handle.
         cache = self._crc_cache if md5 else self._stat_cache
         value, key, owner = cache.lookup(tensor)
         if value is None:
@@ -69,24 +66,6 @@ class TorchAdapter(Adapter):
             value = _final(handle) or handle
             cache.store(key, owner, value)
         return value
-
-    def record_maker(self, precision: str, md5: bool,
-                     shared: bool = False) -> Optional[Callable[[torch.Tensor], Optional[Dict[str, Any]]]]:
-        """``_native.torch_record`` over this adapter's caches: a CPU float tensor's record in one C call
-        (~3x faster than the Python path) when its elements are one block, a permuted block or rows (md5:
-        contiguous only), an integer or bool tensor's of any strides (not in md5 mode); None without the
-        compiled helpers, or in md5 mode where they lack the fast CRC-32 (zlib's is faster than their
-        table). ``shared``: the records are never added to, so one may serve several entries."""
-        kernel = native.helpers()
-        if kernel is None or (md5 and not kernel.has_fast_crc32):
-            return None
-        dtypes = {dtype: (str(dtype), kind) for dtype, kind in stats.NATIVE_KINDS.items()
-                  if precision != "high" or dtype == torch.float64}
-        dtypes.update((dtype, (str(dtype), kernel.INT_KIND_BASE + kind))
-                      for dtype, kind in stats.NATIVE_INT_KINDS.items())
-        cache = self._crc_cache if md5 else self._stat_cache
-        return functools.partial(kernel.torch_record, cache.entries, dtypes, cache.limit, stats.NATIVE_NUMEL,
-                                 torch.strided, md5, shared)
 
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
         """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.

@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
+from .internals import root, version
 
 def dense(t: torch.Tensor) -> bool:
     """True when the elements fill one block of memory in some order (a transpose of a contiguous tensor)."""
@@ -39,20 +40,16 @@ class ContentCache:
         self._by_contents = by_contents
         self._permuted = permuted
         self.entries: Dict[Tuple, Tuple[Any, Any]] = {}
-        """key -> (weak reference to the owner, value); also read and written by ``_native.torch_record``
-        (dense views' keys only: it keeps every record under the tensor's id here, and finds a tensor that
-        is no view by that)"""
+        """key -> (weak reference to the owner, value)"""
 
     def _key(self, t: torch.Tensor) -> Tuple[Optional[Tuple], torch.Tensor]:
-        try:
-            version = t._version
-        except RuntimeError:  # an inference tensor: no version counter, so nothing tells a change: no key
+        changes = version(t)
+        if changes is None:  # an inference tensor: nothing tells a change, so no key
             return None, t
         if self._by_contents and (t.is_contiguous() or (self._permuted and dense(t))):
-            base = t._base
-            root = t if base is None else base
-            return (id(root), t.storage_offset(), t.numel(), t.dtype, version), root
-        return (id(t), -1, -1, t.dtype, version), t
+            owner = root(t)
+            return (id(owner), t.storage_offset(), t.numel(), t.dtype, changes), owner
+        return (id(t), -1, -1, t.dtype, changes), t
 
     def lookup(self, tensor: torch.Tensor) -> Tuple[Optional[Any], Optional[Tuple], Any]:
         """The value cached for the tensor's contents (None on a miss), with the key and owner for a
@@ -77,8 +74,6 @@ class ContentCache:
         self.entries.clear()
 
     def take(self) -> Dict[Any, Tuple[Any, Any]]:
-        """Empty the cache (the same dict: the compiled record maker holds it) and return what it held, for
-        another thread to drop: a copy only counts references, freeing ~150 records cost ~40 us a window."""
-        held = self.entries.copy()
-        self.entries.clear()
+        """Empty the cache and return what it held, for another thread to drop."""
+        held, self.entries = self.entries, {}
         return held

@@ -1,75 +1,41 @@
 """Gradient gates: identity views around the arguments of an API or module call, and hooks on the
 outputs it made, whose gradient hooks give that call, and only that call, its gradients
 (``backward.input`` = w.r.t. its outputs, ``backward.output`` = w.r.t. its positional tensor arguments).
-Hooks run with the dump's torch function mode set aside; the common case runs in C (``_backward.c``)."""
+Hooks run with the dump's torch function mode set aside (``internals.outside_mode``)."""
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from msprobe.dump import native
 from msprobe.dump.engine import Call, DumpEngine
-from msprobe.schema.names import params_grad_entry
 
-# the mode stack's C entry points (torch >= 2.0); without them hooks simply run under the mode
-_modes_active = getattr(torch._C, "_len_torch_function_stack", lambda: 0)
-_pop_mode = getattr(torch._C, "_pop_torch_function_stack", None)
-_push_mode = getattr(torch._C, "_push_on_torch_function_stack", None)
-
-
-def _outside_mode(function: Callable, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)`` with the innermost torch function mode set aside. Hooks (module,
-    gradient, collective wrappers) run while the dump's mode is active, and under an active mode every
-    tensor attribute our code reads (shape, dtype, version, ...) is a Python round trip through the mode:
-    ~10x the cost. Inside the mode's own handler torch has already set it aside."""
-    if not _modes_active():
-        return function(*args, **kwargs)
-    mode = _pop_mode()
-    try:
-        return function(*args, **kwargs)
-    finally:
-        _push_mode(mode)
+from .internals import order
+from .internals import outside_mode as run_outside_mode
 
 
 def outside_mode(hook):
-    """``hook`` always run as ``_outside_mode`` runs it. (No ``functools.wraps``: copying names and docs
-    costs more than the hook.)"""
-    return functools.partial(_outside_mode, hook)
+    """``hook`` always run with the dump's mode set aside."""
+    return functools.partial(run_outside_mode, hook)
 
 
 def _record_gradient(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...], grad: Any) -> None:
-    _outside_mode(engine.backward_grad, call, side, path, grad)  # a partial of this per gated tensor
+    run_outside_mode(engine.backward_grad, call, side, path, grad)  # a partial of this per gated tensor
 
 
-def _record_param_gradient(engine: DumpEngine, entry: str, owner: Tuple[str, str, str], name: str, grad: Any) -> None:
-    _outside_mode(engine.param_grad, owner, name, grad)
-
-
-def _compiled(function: str, fallback: Callable) -> Optional[Callable]:
-    """``_native``'s hook bound to its Python fallback and the mode stack's entry points: the same hook in
-    C for the common case (the step's journal open, a tensor the record maker takes), a few us less a
-    gradient on this VM; None without the helpers or those entry points."""
-    helpers = native.helpers()
-    if helpers is None or _pop_mode is None or _push_mode is None:
-        return None
-    return functools.partial(getattr(helpers, function), (fallback, _modes_active, _pop_mode, _push_mode))
-
-
-_HOOK = _compiled("record_gradient", _record_gradient) or _record_gradient
-_PARAM_HOOK = _compiled("record_param_gradient", _record_param_gradient) or _record_param_gradient
+def _record_param_gradient(engine: DumpEngine, owner: Tuple[str, str, str], name: str, grad: Any) -> None:
+    run_outside_mode(engine.param_grad, owner, name, grad)
 
 
 def param_gradient_hook(engine: DumpEngine, owner: Tuple[str, str, str], name: str) -> Callable[[Any], None]:
     """The gradient hook of parameter ``name`` of module ``owner`` (prefix, path, class): its part of
     ``{prefix}.{path}.{class}.parameters_grad``."""
-    return functools.partial(_PARAM_HOOK, engine, params_grad_entry(*owner), owner, name)
+    return functools.partial(_record_param_gradient, engine, owner, name)
 
 
 def _gradient_hook(engine: DumpEngine, call: Call, side: str, path: Tuple[int, ...]):
-    return functools.partial(_HOOK, engine, call, side, path)
+    return functools.partial(_record_gradient, engine, call, side, path)
 
 
 def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int, ...], count: List[Any],
@@ -87,7 +53,7 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
             view = value[...]
             if recorded_later:
                 engine.adapter.alias(view, value)
-            _hook_new_tensor(view, _gradient_hook(engine, call, side, path))
+            view.register_hook(_gradient_hook(engine, call, side, path))
             count[0] += 1
             count[1] = view
             return view
@@ -96,38 +62,6 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
         items = [gate(engine, call, side, v, path + (i,), count, recorded_later) for i, v in enumerate(value)]
         return _rebuild(value, items)
     return value
-
-
-_OWN_KEY = object()
-"""Our hook's key in a tensor's hook dict: torch's own keys are handle ids (ints from 0), so a hook added
-later with ``register_hook`` (a module's, on an op's output) sits beside ours instead of replacing it."""
-
-
-def hook_parts() -> Optional[Tuple[Any, ...]]:
-    """What a hook in C needs to gate as this module does: (mode stack length, pop, push, the gradient hook,
-    a hook dict's type, our key in it); None where torch lacks the mode stack's entry points."""
-    if _pop_mode is None or _push_mode is None:
-        return None
-    return _modes_active, _pop_mode, _push_mode, _HOOK, OrderedDict, _OWN_KEY
-
-
-def _hook_new_tensor(tensor: torch.Tensor, hook) -> None:
-    """``tensor.register_hook(hook)`` for a tensor an op made just now (a gate's view, a call's output):
-    what register_hook does, less its handle object (nobody removes these hooks: the tensor dies with the
-    step's graph, or outlives it with a hook that ignores other steps) and its per-call import. A tensor
-    with a hook dict already (a module's output that is also its last child's) gets this one added under
-    the hook itself, after the others, as register_hook adds it under a handle id."""
-    grad_fn = tensor.grad_fn
-    if grad_fn is None:
-        tensor.register_hook(hook)
-        return
-    hooks = tensor._backward_hooks
-    if hooks is not None:
-        hooks[hook] = hook
-        return
-    hooks = tensor._backward_hooks = OrderedDict()
-    grad_fn._register_hook_dict(tensor)
-    hooks[_OWN_KEY] = hook
 
 
 def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of, nested: bool = False) -> Any:
@@ -166,7 +100,7 @@ def _gate_output(engine: Any, call: Any, value: Any, path: Tuple[int, ...], coun
     gets the gradient w.r.t. the value it has here). Any other output gets a gate."""
     if made_by_call is not None and type(value) is torch.Tensor and value.grad_fn is not None \
             and value.layout == torch.strided and made_by_call(value):
-        _hook_new_tensor(value, _gradient_hook(engine, call, "input", path))
+        value.register_hook(_gradient_hook(engine, call, "input", path))
         count[0] += 1
         return value
     return gate(engine, call, "input", value, path, count)
@@ -187,8 +121,8 @@ def made_after(view: Optional[torch.Tensor]) -> Optional[Callable[[torch.Tensor]
     None without such a view (a module without differentiable arguments)."""
     if view is None or view.grad_fn is None:
         return None
-    mark = view.grad_fn._sequence_nr()
-    return lambda tensor: tensor.grad_fn._sequence_nr() > mark
+    mark = order(view)
+    return lambda tensor: order(tensor) > mark
 
 
 def _rebuild(value: Any, items: list) -> Any:

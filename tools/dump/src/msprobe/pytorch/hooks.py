@@ -6,28 +6,25 @@ from __future__ import annotations
 
 import functools
 import operator
-import types
+import sys
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from msprobe.dump import native
 from msprobe.dump.calls import Call
 from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
-from .gates import (gate, gate_call, gate_outputs, hook_parts, made_after, not_among, outside_mode,
-                    param_gradient_hook)
-from .hook_dicts import HookDicts
+from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
+from .hook_handles import HookHandles
+from .internals import compiled, compiling
 from .model_plan import ModelPlan
 from .nested import NestedRunner
 
 
-set_grad = torch._C._set_grad_enabled
-_grad_enabled = torch._C.is_grad_enabled
-_finish_call = getattr(native.helpers(), "finish_call", None)
+set_grad = torch.set_grad_enabled  # called, not entered: sets the mode at once
 
 
 def _inplace(name: str) -> bool:
@@ -39,30 +36,19 @@ def _inplace(name: str) -> bool:
 class DumpMode(TorchFunctionMode):
     """Sees every overridable torch call while a step is dumped; records those in the API list."""
 
-    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False,
-                 compiled_hooks: Optional[tuple] = None) -> None:
-        """``compiled_hooks``: the module hooks' state in C (``Hooks._compiled_state``), with which calls
-        with autograd are recorded in C too (``_grad_call.c``)."""
+    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False) -> None:
         super().__init__()
         self.engine = engine
         self.table = table.by_func
         self.nested = nested
         self._runner = NestedRunner(self)
-        helpers = native.helpers()
-        self._record_plain = None if nested or helpers is None else helpers.record_plain_call
-        if self._record_plain is not None:  # the common cases without this method's frame (_mode.c)
-            state = (self.table, engine, _grad_enabled, DumpMode.__torch_function__, compiled_hooks)
-            self.__torch_function__ = types.MethodType(functools.partial(helpers.mode_dispatch, state), self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         key = self.table.get(func)
         engine = self.engine
-        if key is None or engine.busy:
+        if key is None or engine.busy or compiling():  # (dynamo traces this as a plain call)
             kwargs = kwargs or {}
             return self._runner.body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
-        plain = engine.plain
-        if plain is not None and not _grad_enabled() and self._record_plain is not None:
-            return self._record_plain(plain, key, func, args, kwargs)  # the whole call in C (_call.c)
         kwargs = kwargs or {}
         call = engine.api_begin(key[0], key[1])
         if not self.nested:
@@ -95,11 +81,7 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs, 
         output = func(*args, **kwargs)
     set_grad(False)
     try:
-        plain = engine.plain
-        if plain is not None and _finish_call is not None:
-            _finish_call(plain, call, output)  # api_outputs in C (_call.c)
-        else:
-            engine.api_outputs(call, output)
+        engine.api_outputs(call, output)
     finally:
         set_grad(True)
     return output
@@ -122,24 +104,25 @@ class Hooks:
         self.record_nested = record_nested
         self._mode: Optional[DumpMode] = None
         self._patched: List[Tuple[Any, str, Any]] = []
-        self._module_hooks_on = HookDicts()
-        self._grad_hooks_on = HookDicts()
+        self._module_hooks_on = HookHandles()
+        self._grad_hooks_on = HookHandles()
         self._hooked_params: set = set()
         self._unhooked: List[tuple] = []  # parameters the last install left without a hook (frozen, dead)
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
         self._prepared: "weakref.WeakKeyDictionary[ModelPlan, tuple]" = weakref.WeakKeyDictionary()
-        self._shared: Optional[tuple] = None
         self._installed: Optional[List[tuple]] = None  # the prepared models of the open window
         self._parked: Optional[List[tuple]] = None  # those of a closed one whose module hooks stayed
         self._grad_generation = -1  # the engine's step generation the parameter hooks were installed in
+        self._compiled_noted = False
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
         engine = self.engine
+        self._note_compiled(models)
         if engine.api_level:
-            self._mode = DumpMode(engine, self.table, self.record_nested, self._compiled_state())
+            self._mode = DumpMode(engine, self.table, self.record_nested)
             self._mode.__enter__()
             self._patch_distributed()
         if engine.module_level:
@@ -164,6 +147,19 @@ class Hooks:
                                                        [item for *_, parameters in prepared for item in parameters])
             self._installed = prepared
             self._grad_generation = engine.generation
+
+    def _note_compiled(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
+        """One line, once, when a model runs under torch.compile: dynamo traces past the hooks, so what runs
+        inside its compiled graphs is not dumped (what runs eagerly, graph breaks included, is)."""
+        if self._compiled_noted:
+            return
+        found = [prefix + path for prefix, model in models for path, module in model.named_modules()
+                 if compiled(module)]
+        if found:
+            self._compiled_noted = True
+            where = found[0] or "the model"
+            print(f"msprobe: warning: {where} runs under torch.compile: the APIs and modules inside its compiled "
+                  "graphs are not dumped; dump an eager run (without torch.compile) to see them", file=sys.stderr)
 
     def uninstall_forward(self) -> None:
         """stop(): the module hooks stay, parked (they do nothing outside a window, and the first module
@@ -304,28 +300,9 @@ class Hooks:
         calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]] = []
         owner = (self.engine.adapter.module_prefix, full, class_name)
         pre, post = self._pre_hook(full, class_name, calls), self._post_hook(calls)
-        shared = self._compiled_state()
-        if shared is not None:  # the same hooks in C while the engine's plain context holds (_module.c)
-            helpers = native.helpers()
-            base = ".".join(owner)
-            pre = functools.partial(helpers.module_pre, shared, (base, calls, pre))
-            post = functools.partial(helpers.module_post, shared, (base, calls, post))
         made = (full, calls, pre, post, owner, {})
         self._made[module] = made
         return made[2:]
-
-    def _compiled_state(self) -> Optional[tuple]:
-        """What ``_module.c``'s hooks and ``_grad_call.c`` share (its M_* order), or None without the helpers,
-        the mode stack's entry points or nested recording (whose hooks stay Python's)."""
-        helpers = native.helpers()
-        parts = hook_parts()
-        if helpers is None or not hasattr(helpers, "module_pre") or parts is None or self.record_nested:
-            return None
-        if self._shared is None:
-            modes, pop, push, hook, hook_dict, own_key = parts
-            self._shared = (self.engine, modes, pop, push, Call, hook, functools.partial, hook_dict, own_key,
-                            _grad_enabled, set_grad, torch.strided, self.engine.adapter.alias, gate_outputs, not_among)
-        return self._shared
 
     def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
         engine = self.engine
@@ -333,7 +310,7 @@ class Hooks:
 
         @outside_mode
         def pre(module, args, kwargs):
-            if engine.busy:
+            if engine.busy or compiling():
                 return None
             if not engine.recording and unpark():
                 return None  # its post hook is gone too
@@ -363,7 +340,7 @@ class Hooks:
 
         @outside_mode
         def post(mod, args, kwargs, output):
-            if not calls:
+            if not calls or compiling():
                 return None
             call, last_gate = calls.pop()
             if call is None:
@@ -388,14 +365,8 @@ class Hooks:
 
 
 def _own_parameters(module: torch.nn.Module) -> Dict[str, torch.Tensor]:
-    """``dict(module.named_parameters(recurse=False))`` read straight from ``_parameters``: the generator
-    chain and memo set cost ~4 us a module call. The same parameter under two names is listed once, under
-    the first, as named_parameters does."""
-    found = {name: param for name, param in module._parameters.items() if param is not None}
-    if len(found) > 1 and len({id(param) for param in found.values()}) < len(found):
-        seen: set = set()
-        found = {name: param for name, param in found.items() if not (id(param) in seen or seen.add(id(param)))}
-    return found
+    """The module's own parameters by name (the same parameter under two names is listed once)."""
+    return dict(module.named_parameters(recurse=False))
 
 
 def _bump_versions(values) -> None:

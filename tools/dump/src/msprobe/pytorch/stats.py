@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy
 import torch
 
-from msprobe.dump import native
+from msprobe.dump import kernels
 
 from .content_cache import dense
 
@@ -19,11 +19,11 @@ for _dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
 for _dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
     _KINDS[_dtype] = "int"
 _WIDE_NUMEL = 1 << 16  # above this, float32 accumulation on the CPU drifts (1e6 x 1000.0: norm off by 2e-4)
-NATIVE_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
-NATIVE_KINDS = {torch.float32: native.F32, torch.bfloat16: native.BF16, torch.float16: native.F16,
-                 torch.float64: native.F64}
-NATIVE_INT_KINDS = {torch.int64: native.I64, torch.int32: native.I32, torch.int16: native.I16, torch.int8: native.I8,
-                    torch.uint8: native.U8, torch.bool: native.BOOL}
+KERNEL_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
+KERNEL_KINDS = {torch.float32: kernels.F32, torch.bfloat16: kernels.BF16, torch.float16: kernels.F16,
+                torch.float64: kernels.F64}
+KERNEL_INT_KINDS = {torch.int64: kernels.I64, torch.int32: kernels.I32, torch.int16: kernels.I16,
+                    torch.int8: kernels.I8, torch.uint8: kernels.U8, torch.bool: kernels.BOOL}
 
 
 class Handle:
@@ -43,12 +43,28 @@ _NUMPY_OK = (torch.float16, torch.float32, torch.float64, torch.uint8, torch.int
 
 
 def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
-    """Max, Min, sum and L2 norm, computed on the tensor's own device without a host sync.
+    """The statistics of ``tensor``: final host values for a CPU tensor (``Handle.ready``), else started on
+    its device (``reduce_on_device``) for ``to_host`` to bring back with a batch."""
+    if not tensor.is_cpu:
+        return reduce_on_device(tensor, precision, md5)
+    handle = _reduce(tensor, precision, md5, True)
+    if handle.ready is None:  # the CPU computed them already: read now, no device to wait for
+        handle.ready = to_host([handle])[0]
+    return handle
+
+
+def reduce_on_device(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
+    """Max, Min, sum and L2 norm as 0-d tensors on the tensor's own device, without a host sync."""
+    return _reduce(tensor, precision, md5, False)
+
+
+def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handle:
+    """Max, Min, sum and L2 norm: on the host where ``cpu``, else on the tensor's device.
 
     Accumulation: float32 (cascade sums on the CPU, tree reductions on accelerators), float64 for
     float64 tensors, integers and ``precision: high``; large CPU tensors get their norm from a cascade
     sum of squares (torch's CPU norm kernel drifts: 1e6 x 1000.0 gives 999765). On the CPU, dense float
-    tensors of up to 4M elements take one C pass (``msprobe.dump.native``: float32 partial sums of 16
+    tensors of up to 4M elements take one C pass (``msprobe.dump.kernels``: float32 partial sums of 16
     elements carried into float64; float64 tensors in float64 throughout; ``precision: high`` keeps the
     all-float64 path), else Max/Min come from numpy (3x faster than torch's single-thread reduction).
     Mean = sum / numel on the host.
@@ -62,15 +78,14 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
     kind = _KINDS.get(dtype)
     if numel == 0 or kind is None or t.layout != torch.strided or t.is_meta:
         return Handle("none", (), numel, crc)
-    cpu = t.is_cpu
-    if cpu and dtype in NATIVE_INT_KINDS and numel <= NATIVE_NUMEL:
-        ready = _native_int_stats(t, dtype, numel)
+    if cpu and dtype in KERNEL_INT_KINDS and numel <= KERNEL_NUMEL:
+        ready = _kernel_int_stats(t, dtype, numel)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
     if kind == "bool":
         return Handle("bool", (t.any(), t.all()), numel, crc)
-    if cpu and numel <= NATIVE_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
-        ready = _native_stats(t, dtype, numel)
+    if cpu and numel <= KERNEL_NUMEL and kind == "float" and (precision != "high" or dtype == torch.float64):
+        ready = _kernel_stats(t, dtype, numel, rows=not md5)
         if ready is not None:
             return Handle("host", (), numel, crc, ready=ready)
     if t.requires_grad:
@@ -92,24 +107,30 @@ def reduce(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
                   numel, crc)
 
 
-def _native_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
-    """One C pass over a dense CPU block (float32, bf16, float16, float64), or None
-    where the compiled kernel is not available or the tensor's elements are not one dense block."""
-    kernel = native.helpers()
-    if kernel is None or not (t.is_contiguous() or dense(t)):
+def _kernel_stats(t: torch.Tensor, dtype: Any, numel: int, rows: bool) -> Any:
+    """One C pass over a dense CPU block (float32, bf16, float16, float64), or over its rows (``rows``: a
+    tensor whose last dimension has stride 1); None where the kernels are not built or the elements are
+    neither. (CRC-32 follows the element order, so md5 mode takes no rows.)"""
+    kernel = kernels.loaded()
+    if kernel is None:
         return None
-    high, low, total, squares = kernel.stats(t.data_ptr(), numel, NATIVE_KINDS[dtype])
+    if t.is_contiguous() or dense(t):
+        high, low, total, squares = kernel.stats(t.data_ptr(), numel, KERNEL_KINDS[dtype])
+    elif rows and 2 <= t.dim() <= kernels.MAX_DIMS and t.stride(-1) == 1 and t.shape[-1] > 1:
+        high, low, total, squares = kernel.row_stats(t.data_ptr(), KERNEL_KINDS[dtype], tuple(t.shape), t.stride())
+    else:
+        return None
     return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
 
 
-def _native_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
+def _kernel_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
     """Integers and bools in one C pass over their strides, as ``_host_stats`` reduces them (widened to
     float64), or None without the compiled kernel. Not numpy: the first numpy calls of a step (a token
     batch, a mask) cost ~100 us here, of caches made cold by the step's own work."""
-    kernel = native.helpers()
-    if kernel is None:
+    kernel = kernels.loaded()
+    if kernel is None or t.dim() > kernels.MAX_DIMS:
         return None
-    values = kernel.int_stats(t.data_ptr(), NATIVE_INT_KINDS[dtype], tuple(t.shape), t.stride())
+    values = kernel.int_stats(t.data_ptr(), KERNEL_INT_KINDS[dtype], tuple(t.shape), t.stride())
     if dtype == torch.bool:
         return {"Max": values[0], "Min": values[1], "Mean": None, "Norm": None}
     high, low, total, squares = values
@@ -158,11 +179,6 @@ def _crc_host(t: torch.Tensor) -> str:
         return f"{zlib.crc32(b''):08x}"
     if t.is_conj() or t.is_neg():  # lazy views: the memory holds the values before conj/neg
         t = t.resolve_conj().resolve_neg()
-    helpers = native.helpers()
-    if helpers is not None and helpers.has_fast_crc32:  # the raw bytes in place, ~6x zlib's speed
-        if not t.is_contiguous():
-            t = t.contiguous()
-        return f"{helpers.crc32(t.data_ptr(), t.numel() * t.element_size()):08x}"
     if t.dtype in _NUMPY_OK:
         array = t.numpy()
         if array.flags.c_contiguous:  # the raw bytes as they are: no torch ops, no copy

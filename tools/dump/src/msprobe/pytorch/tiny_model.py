@@ -39,12 +39,12 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, d: int = D_MODEL, heads: int = HEADS, hidden: int = D_MLP) -> None:
         super().__init__()
-        self.ln1 = nn.LayerNorm(D_MODEL)
-        self.attn = Attention()
-        self.ln2 = nn.LayerNorm(D_MODEL)
-        self.mlp = MLP()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = MLP(d, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -52,14 +52,15 @@ class Block(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    """Embedding + 2 pre-norm blocks (d=64, 4 heads, MLP 256) + LM head."""
+    """Embedding + 2 pre-norm blocks (d=64, 4 heads, MLP 256) + LM head; the sizes are parameters (the
+    benchmarks also train a larger one)."""
 
-    def __init__(self, layers: int = LAYERS) -> None:
+    def __init__(self, layers: int = LAYERS, d: int = D_MODEL, heads: int = HEADS, hidden: int = D_MLP) -> None:
         super().__init__()
-        self.embed = nn.Embedding(VOCAB, D_MODEL)
-        self.blocks = nn.ModuleList(Block() for _ in range(layers))
-        self.norm = nn.LayerNorm(D_MODEL)
-        self.head = nn.Linear(D_MODEL, VOCAB)
+        self.embed = nn.Embedding(VOCAB, d)
+        self.blocks = nn.ModuleList(Block(d, heads, hidden) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, VOCAB)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
@@ -68,9 +69,9 @@ class TinyTransformer(nn.Module):
         return self.head(self.norm(x))
 
 
-def make_batch(batch: int = 8, seq: int = 32, seed: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+def make_batch(batch: int = 8, seq: int = 32, seed: int = 0, device: str = "cpu") -> Tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, VOCAB, (batch, seq + 1), generator=gen)
+    tokens = torch.randint(0, VOCAB, (batch, seq + 1), generator=gen).to(device)
     return tokens[:, :-1], tokens[:, 1:]
 
 

@@ -1,0 +1,69 @@
+"""Everything the PyTorch adapter takes from torch beyond its documented API, in one place: each one is
+read-only, and tests/dump/test_internals.py checks them on the oldest and the newest torch we support.
+
+- ``version(t)``: the tensor's version counter (``Tensor._version``), bumped by every in-place write: the
+  statistics cache keys on it, so a tensor written since is reduced again. None for inference tensors.
+- ``root(t)``: the tensor a view was made from (``Tensor._base``), or the tensor itself.
+- ``order(t)``: the sequence number of the autograd node that made ``t`` (``Node._sequence_nr()``): nodes
+  of one thread are numbered in order, which tells whether a module's output was made while it ran.
+- ``compiling()``: whether dynamo is tracing the calling code (``torch.compiler.is_compiling``, or
+  ``torch._dynamo.is_compiling`` before torch 2.3); ``compiled(module)``: whether a module runs compiled
+  (``torch.compile``'s wrapper keeps the module as ``_orig_mod``; ``Module.compile()`` sets
+  ``_compiled_call_impl``).
+- ``outside_mode(function, *args, **kwargs)``: ``function(*args, **kwargs)`` with the innermost torch function mode set aside
+  (the torch function mode stack's push and pop). Hooks run while the dump's mode is active, and under an
+  active mode every tensor attribute the hook reads (shape, dtype, version) is a Python round trip
+  through the mode. Without those entry points the function simply runs under the mode.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+
+_modes_active = getattr(torch._C, "_len_torch_function_stack", None)
+_pop_mode = getattr(torch._C, "_pop_torch_function_stack", None)
+_push_mode = getattr(torch._C, "_push_on_torch_function_stack", None)
+HAS_MODE_STACK = None not in (_modes_active, _pop_mode, _push_mode)
+
+
+def _is_compiling() -> Callable[[], bool]:
+    public = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    if public is not None:
+        return public
+    from torch import _dynamo
+
+    return _dynamo.is_compiling
+
+
+compiling = _is_compiling()
+
+
+def compiled(module: torch.nn.Module) -> bool:
+    return hasattr(module, "_orig_mod") or getattr(module, "_compiled_call_impl", None) is not None
+
+
+def version(t: torch.Tensor) -> Optional[int]:
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor has no version counter
+        return None
+
+
+def root(t: torch.Tensor) -> torch.Tensor:
+    base = t._base
+    return t if base is None else base
+
+
+def order(t: torch.Tensor) -> int:
+    return t.grad_fn._sequence_nr()
+
+
+def outside_mode(function: Callable, *args: Any, **kwargs: Any) -> Any:
+    if not HAS_MODE_STACK or not _modes_active():
+        return function(*args, **kwargs)
+    mode = _pop_mode()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        _push_mode(mode)
