@@ -20,11 +20,21 @@ def msprobe(*args: str, cwd: Optional[Path] = None,
                           timeout=300)
 
 
+def error_lines(stderr: str) -> List[str]:
+    """What the command said, less other tools' plugin-loading warnings (the tree is shared)."""
+    return [line for line in stderr.strip().splitlines() if not line.startswith("msprobe: warning: cannot load")]
+
+
 def summary(result_dir: Path) -> Dict[str, str]:
     sheet = openpyxl.load_workbook(result_dir / "result.xlsx", read_only=True)["summary"]
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0][:2] == ("filename", "pass_check")
     return {row[0]: row[1] for row in rows[1:]}
+
+
+def summary_detail(result_dir: Path) -> Dict[str, str]:
+    sheet = openpyxl.load_workbook(result_dir / "result.xlsx", read_only=True)["summary"]
+    return {row[0]: row[2] for row in list(sheet.iter_rows(values_only=True))[1:]}
 
 
 def sheet_rows(result_dir: Path, name: str) -> List[dict]:

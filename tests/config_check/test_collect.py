@@ -6,7 +6,8 @@ import zipfile
 
 from cc_helpers import msprobe
 
-from msprobe.core.config_check.collect import collect_env, mask
+from msprobe.core.config_check.collect import collect_env
+from msprobe.core.config_check.masking import Masker
 from msprobe.core.config_check.shell import parse_shell
 
 MEGATRON_SCRIPT = r"""#!/bin/bash
@@ -70,16 +71,23 @@ def test_static_pack_bad_inputs(tmp_path):
         assert not (tmp_path / "p.zip").exists()
 
 
-def test_secrets_are_masked_with_a_stable_fingerprint():
-    env = collect_env({"HF_TOKEN": "hf_abc", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "DB_PASSWORD": "pw",
-                       "MY_API_KEY": "key-value-42", "GIT_CREDENTIALS": "cred-value-42", "PWD": "/home/u",
-                       "NCCL_ALGO": "Ring"})
-    assert env["PWD"] == "/home/u" and env["NCCL_ALGO"] == "Ring"
+def test_secret_names_and_values():
+    masker = Masker()
+    env = collect_env(masker, {"HF_TOKEN": "hf_abc", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "DB_PASSWORD": "pw",
+                               "MY_API_KEY": "key-value-42", "GIT_CREDENTIALS": "cred-value-42", "PGPASSWORD": "pg",
+                               "PWD": "/home/u", "NCCL_ALGO": "Ring", "TOKENIZERS_PARALLELISM": "false",
+                               "XAUTHORITY": "/x"})
+    assert {name: env[name] for name in ("PWD", "NCCL_ALGO", "TOKENIZERS_PARALLELISM", "XAUTHORITY")} == {
+        "PWD": "/home/u", "NCCL_ALGO": "Ring", "TOKENIZERS_PARALLELISM": "false", "XAUTHORITY": "/x"}
     for name, value in (("HF_TOKEN", "hf_abc"), ("AWS_SECRET_ACCESS_KEY", "s3cr3t"), ("DB_PASSWORD", "pw"),
-                        ("MY_API_KEY", "key-value-42"), ("GIT_CREDENTIALS", "cred-value-42")):
-        assert value not in env[name] and env[name].startswith("<masked sha256:")
-        assert env[name] == mask(name, value)
-    assert mask("HF_TOKEN", "a") != mask("HF_TOKEN", "b")
+                        ("MY_API_KEY", "key-value-42"), ("GIT_CREDENTIALS", "cred-value-42"), ("PGPASSWORD", "pg")):
+        assert value not in env[name] and env[name] == masker.token(value)
+    assert masker.token("a") != masker.token("b") and masker.token("a") != Masker().token("a")
+    hyper = masker.tree({"apiKey": "abc-def", "hub-token": "t1", "num_key_value_heads": "8", "sort_key": "name",
+                         "apply_query_key_layer_scaling": True, "password": 1234, "tokenizer-type": "GPT2"})
+    assert hyper["num_key_value_heads"] == "8" and hyper["apply_query_key_layer_scaling"] is True
+    assert hyper["tokenizer-type"] == "GPT2"
+    assert all(hyper[name].startswith("<secret hmac:") for name in ("apiKey", "hub-token", "sort_key", "password"))
 
 
 def test_cli_pack_masks_process_environment(tmp_path):

@@ -1,9 +1,11 @@
 """Every command tools/config_check/README.md shows is run here, in the order shown."""
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
+import zipfile
 
 import pytest
 
@@ -23,14 +25,21 @@ def test_readme_commands(tmp_path):
     (python_block,) = _blocks("python")
     (tmp_path / "train.py").write_text(python_block)
     commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
-    assert len(commands) == 5
+    assert len(commands) == 7
     for command in commands:
         words = shlex.split(command)
-        done = subprocess.run([str(BIN / words[0])] + words[1:], cwd=tmp_path, env=clean_env(),
+        env = clean_env(HF_TOKEN="hf-readme-secret")
+        while "=" in words[0]:  # NAME=value before the command, as a shell takes it
+            name, _, value = words.pop(0).partition("=")
+            env[name] = value
+        done = subprocess.run([str(BIN / words[0])] + words[1:], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+    masks = [json.loads(zipfile.ZipFile(tmp_path / name).read("env"))["HF_TOKEN"]
+             for name in ("keyed_a.zip", "keyed_b.zip", "bench_pack.zip")]
+    assert masks[0] == masks[1] != masks[2] and "hf-readme-secret" not in "".join(masks)
     assert summary(tmp_path / "config_check_result")["weights"] == "error"  # collected on one side only
-    assert set(summary(tmp_path / "ci_result").values()) == {"pass", "warning"}
+    assert set(summary(tmp_path / "ci_result").values()) == {"pass", "none"}
     assert (tmp_path / "demo_out" / "config_check" / "config_check_result" / "result.xlsx").is_file()
     demo = summary(tmp_path / "demo_out" / "config_check" / "config_check_result")
     assert demo["env"] == demo["hyperparameters"] == "error" and demo["pip"] == "pass"

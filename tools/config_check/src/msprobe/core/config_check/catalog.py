@@ -96,12 +96,6 @@ VOLATILE_ENV = frozenset({"MASTER_PORT", "MASTER_ADDR", "TORCHELASTIC_RUN_ID", "
                           "GROUP_RANK", "ROLE_RANK", "LOCAL_RANK", "RANK", "OLDPWD", "PWD", "SHLVL", "_",
                           "TMPDIR", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "TERM", "HOSTNAME"})
 
-# Values of these names are never written in clear text.
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)KEY($|_)|APIKEY|API_KEY|ACCESS_KEY|"
-                         r"CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|_PWD$|^PWD_)", re.IGNORECASE)
-# Not secrets although they match the pattern above.
-SECRET_EXCEPTIONS = frozenset({"PWD", "OLDPWD", "KEYTIMEOUT", "XAUTHORITY"})
-
 KEY_LIBRARIES = frozenset({
     "torch", "torch-npu", "torchvision", "mindspore", "mindspore-ascend", "mindspore-gpu", "msadapter",
     "mindspeed", "mindspeed-llm", "mindformers", "megatron-core", "megatron-lm", "megatron", "deepspeed",
@@ -134,8 +128,18 @@ HYPER_ALIASES: Dict[str, Tuple[str, ...]] = {
 }
 
 
-def is_secret(name: str) -> bool:
-    return name.upper() not in SECRET_EXCEPTIONS and bool(SECRET_NAME.search(name))
+# Hyperparameters choosing the numeric precision: set on one side only, they are an error (bf16 vs fp16).
+PRECISION_FLAGS = frozenset({
+    "bf16", "fp16", "fp8", "fp8_format", "fp8_recipe", "fp32", "tf32", "half", "amp", "apex_amp", "fp16_opt_level",
+    "mixed_precision", "precision", "params_dtype", "param_dtype", "torch_dtype", "compute_dtype",
+    "main_params_dtype", "main_grads_dtype", "accumulate_allreduce_grads_in_fp32", "softmax_compute_dtype",
+    "residual_dtype", "fp16_lm_cross_entropy", "bf16_reduce", "grad_reduce_in_bf16",
+})
+
+
+def is_precision(name: str) -> bool:
+    """'--bf16', 'training.fp16', 'mixed_precision' (after aliases: 'attention_softmax_in_fp32')."""
+    return canonical_hyper(str(name).split(".")[-1]) in PRECISION_FLAGS
 
 
 def canonical_library(name: str) -> str:

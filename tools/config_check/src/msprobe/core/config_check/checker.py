@@ -18,6 +18,8 @@ from msprobe.schema.errors import MsprobeError
 
 from . import formats, randomness
 from .collect import static_entries
+from .masking import Masker
+from .results import DEFAULT_RESULT
 from .stats import adapter, describe
 from .writer import PackWriter
 
@@ -48,8 +50,9 @@ class ConfigChecker:
         self._megatron_done = False
         self._finished = False
         self._writer = PackWriter(self.output_zip_path)
+        self._masker = Masker()
         if self._fw.rank() == 0:
-            for entry, data in static_entries(_paths(shell_path)).items():
+            for entry, data in static_entries(_paths(shell_path), self._masker).items():
                 self._writer.put(entry, data)
         self._capture_megatron()
         if model is not None:
@@ -63,9 +66,9 @@ class ConfigChecker:
         randomness.apply_patches(fmk)
 
     @staticmethod
-    def compare(bench_zip_path: PathLike, cmp_zip_path: PathLike, output_path: PathLike = formats.DEFAULT_RESULT,
+    def compare(bench_zip_path: PathLike, cmp_zip_path: PathLike, output_path: PathLike = DEFAULT_RESULT,
                 fmk: str = "pytorch") -> int:
-        """msprobe's static compare entry: writes output_path/result.xlsx; returns the exit code."""
+        """msprobe's static compare entry: writes the report into output_path; returns the exit code."""
         from .compare import compare_packs
         return compare_packs(Path(bench_zip_path), Path(cmp_zip_path), Path(output_path), fmk)
 
@@ -74,7 +77,7 @@ class ConfigChecker:
         weights = {name: self._fw.features(param) for name, param in self._fw.named_parameters(self.model)}
         self._writer.put(formats.weights_entry(self.step, rank), formats.dumps(weights))
         inputs = {"args": describe(tuple(args), self._fw), "kwargs": describe(dict(kwargs or {}), self._fw)}
-        self._writer.put(formats.dataset_entry(self.step, rank), formats.dumps(inputs))
+        self._writer.put(formats.dataset_entry(self.step, rank), formats.dumps(self._masker.tree(inputs)))
         self._write_random(rank)
         self._capture_megatron()
         self.step += 1
@@ -82,7 +85,8 @@ class ConfigChecker:
     def _write_random(self, rank: int) -> None:
         if self._recorder.version != self._random_version:
             self._random_version = self._recorder.version
-            self._writer.put(formats.random_entry(rank), formats.dumps(self._recorder.snapshot()))
+            snapshot = self._masker.tree(self._recorder.snapshot())  # stacks quote source lines
+            self._writer.put(formats.random_entry(rank), formats.dumps(snapshot))
 
     def _capture_megatron(self) -> None:
         """Megatron's parsed arguments, when megatron.training is in use and initialised."""
@@ -98,7 +102,7 @@ class ConfigChecker:
         self._megatron_done = True
         if self._fw.rank() == 0:
             values = {key: _plain(value) for key, value in sorted(vars(args).items())}
-            self._writer.put(formats.HYPER_DYNAMIC, formats.dumps(values))
+            self._writer.put(formats.HYPER_DYNAMIC, formats.dumps(self._masker.tree(values)))
 
     def finalize(self) -> None:
         """Write the last random calls and build the zip; the last rank to finish completes it."""

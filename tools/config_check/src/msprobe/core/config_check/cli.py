@@ -9,6 +9,7 @@ import typer
 from . import formats
 from .collect import static_entries
 from .compare import compare_packs as _compare_packs
+from .masking import Masker
 from .stats import check_framework
 
 
@@ -19,13 +20,13 @@ def pack(paths: Optional[Sequence[Path]], output: Optional[Path], framework: str
     if out.suffix != ".zip":
         from msprobe.schema.errors import MsprobeError
         raise MsprobeError(f"{out}: the pack must be a .zip file")
-    entries = static_entries([Path(p) for p in paths or []])
+    entries = static_entries([Path(p) for p in paths or []], Masker())
     formats.write_zip(out, entries)
     typer.echo(f"config_check: wrote {out.resolve()} ({', '.join(sorted(entries))})")
 
 
 def compare_packs(bench: Path, cmp: Path, output: Optional[Path], framework: str,
-                  fail_on_error: bool = False, tolerance: float = 0.0) -> int:
+                  fail_on_error: bool = False, tolerance: float = 0.0, quiet: bool = False) -> int:
     """``-c bench.zip cmp.zip [-o OUT]``: returns the exit code."""
     check_framework(framework)
-    return _compare_packs(bench, cmp, output, framework, fail_on_error, tolerance)
+    return _compare_packs(bench, cmp, output, framework, fail_on_error, tolerance, quiet)

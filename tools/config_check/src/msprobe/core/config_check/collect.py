@@ -1,7 +1,6 @@
 """Static collection: environment (secrets masked), installed libraries, hyperparameters from files."""
 from __future__ import annotations
 
-import hashlib
 import os
 from importlib import metadata
 from pathlib import Path
@@ -12,22 +11,25 @@ import yaml
 from msprobe.schema.errors import MsprobeError
 
 from . import formats
-from .catalog import is_secret
+from .masking import KEY_ENV, Masker
 from .shell import merge_into, parse_shell
 
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
 YAML_SUFFIXES = (".yaml", ".yml")
+MAX_INPUT_BYTES = 16 * 2**20  # a launch script or yaml file larger than this is not a configuration
+MAX_DEPTH = 32  # yaml nested deeper than this is stored as text from there on
 
 
-def mask(name: str, value: str) -> str:
-    """A stable fingerprint: equal secrets give equal text, so a difference is still reported."""
-    digest = hashlib.sha256(f"{name}\0{value}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return f"<masked sha256:{digest}>"
-
-
-def collect_env(environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+def collect_env(masker: Masker, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Every variable but the masking key itself, secrets masked, undecodable bytes as ``\\xNN``."""
     environ = os.environ if environ is None else environ
-    return {name: mask(name, value) if is_secret(name) else value for name, value in sorted(environ.items())}
+    text = {_text(name): _text(value) for name, value in environ.items() if name != KEY_ENV}
+    return masker.tree(dict(sorted(text.items())))
+
+
+def _text(value: str) -> str:
+    """os.environ holds bytes that are not UTF-8 as surrogates, which cannot be written as UTF-8."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def collect_pip() -> Dict[str, str]:
@@ -40,14 +42,16 @@ def collect_pip() -> Dict[str, str]:
     return out
 
 
-def flatten(value: Any, prefix: str, out: Dict[str, Any]) -> None:
+def flatten(value: Any, prefix: str, out: Dict[str, Any], depth: int = 0) -> None:
     """Nested yaml -> {'a.b.c': leaf}; lists of scalars stay lists, as msprobe stores them."""
-    if isinstance(value, dict):
+    if depth > MAX_DEPTH and prefix:
+        out[prefix] = str(value)[:1000]
+    elif isinstance(value, dict):
         for key, child in value.items():
-            flatten(child, f"{prefix}.{key}" if prefix else str(key), out)
+            flatten(child, f"{prefix}.{key}" if prefix else str(key), out, depth + 1)
     elif isinstance(value, list) and not all(isinstance(x, (int, float, str, bool, list)) for x in value):
         for index, child in enumerate(value):
-            flatten(child, f"{prefix}.{index}" if prefix else str(index), out)
+            flatten(child, f"{prefix}.{index}" if prefix else str(index), out, depth + 1)
     elif prefix:
         out[prefix] = value if isinstance(value, (int, float, str, bool, list)) or value is None else str(value)
 
@@ -58,12 +62,17 @@ def read_hyperparameters(path: Path) -> Dict[str, Any]:
         raise MsprobeError(f"{path}: no such launch script or yaml file")
     suffix = path.suffix.lower()
     try:
+        if path.stat().st_size > MAX_INPUT_BYTES:
+            raise MsprobeError(f"{path}: {path.stat().st_size / 2**20:.0f} MiB, larger than a launch script or yaml "
+                               f"file can be ({MAX_INPUT_BYTES // 2**20} MiB)")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise MsprobeError(f"{path}: cannot read ({exc.strerror})")
     if suffix in YAML_SUFFIXES:
         try:
             loaded = yaml.safe_load(text)
+        except RecursionError:
+            raise MsprobeError(f"{path}: yaml nested too deeply")
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark is not None else ""
@@ -83,10 +92,11 @@ def collect_hyperparameters(paths: Iterable[Path]) -> Dict[str, Any]:
     return out
 
 
-def static_entries(paths: Optional[Iterable[Path]], environ: Optional[Mapping[str, str]] = None) -> Dict[str, bytes]:
+def static_entries(paths: Optional[Iterable[Path]], masker: Masker,
+                   environ: Optional[Mapping[str, str]] = None) -> Dict[str, bytes]:
     """The entries every pack has (env, pip) and the static hyperparameters when files are given."""
-    entries = {formats.ENV: formats.dumps(collect_env(environ)), formats.PIP: formats.pip_text(collect_pip())}
+    entries = {formats.ENV: formats.dumps(collect_env(masker, environ)), formats.PIP: formats.pip_text(collect_pip())}
     paths = list(paths or [])
     if paths:
-        entries[formats.HYPER_STATIC] = formats.dumps(collect_hyperparameters(paths))
+        entries[formats.HYPER_STATIC] = formats.dumps(masker.tree(collect_hyperparameters(paths)))
     return entries

@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .catalog import (CROSS_DEVICE_ENV, KEY_LIBRARIES, NUMERIC_ENV, VOLATILE_ENV, canonical_hyper,
-                      canonical_library, same_value)
-from .formats import ERROR, INFO, PASS, WARNING, ItemResult
+                      canonical_library, is_precision, same_value)
+from .masking import BOTH_SET, DIFFERENT, KEY_ENV, SAME, compare_masked
+from .results import ERROR, INFO, PASS, WARNING, ItemResult
 
 UNSET = "(unset)"
 
@@ -42,10 +43,20 @@ def compare_env(bench: Dict[str, str], cmp: Dict[str, str]) -> ItemResult:
             if _norm(b_value, default) != _norm(c_value, default):
                 rows.append((name, name, _show(b_value), _show(c_value), ERROR, why))
         elif b_value != c_value:
-            why = "set by the launcher or shell" if name in VOLATILE_ENV else "not known to change numerics"
+            secret = compare_masked(b_value, c_value)
+            if secret == SAME:
+                continue
+            why = _SECRET_WHY.get(secret) or ("set by the launcher or shell" if name in VOLATILE_ENV
+                                              else "not known to change numerics")
             rows.append((name, name, _show(b_value), _show(c_value), INFO, why))
     rows.sort(key=lambda row: (row[4] != ERROR, row[0]))
     return ItemResult("env", rows)
+
+
+_SECRET_WHY = {
+    DIFFERENT: f"different secret (both packs masked with the same {KEY_ENV})",
+    BOTH_SET: f"secret set on both sides; pack both with the same {KEY_ENV} to tell whether it differs",
+}
 
 
 def _show(value: Optional[str]) -> str:
@@ -97,16 +108,24 @@ def _compare_params(file_name: str, bench: Dict[str, Any], cmp: Dict[str, Any]) 
     rows = []
     for b_name, c_name, how in pairs:
         b_value, c_value = bench[b_name], cmp[c_name]
-        if not same_value(b_value, c_value):
+        secret = compare_masked(b_value, c_value)
+        if secret in (DIFFERENT, BOTH_SET):
+            rows.append((file_name, b_name, c_name, _cell(b_value), _cell(c_value), f"{how}; {secret}", INFO))
+        elif secret != SAME and not same_value(b_value, c_value):
             rows.append((file_name, b_name, c_name, _cell(b_value), _cell(c_value), how, ERROR))
         elif b_name != c_name:
             rows.append((file_name, b_name, c_name, _cell(b_value), _cell(c_value), f"renamed ({how})", INFO))
     for name in sorted(left):
-        rows.append((file_name, name, "Only in benchmark", _cell(bench[name]), "", "", WARNING))
+        rows.append((file_name, name, "Only in benchmark", _cell(bench[name]), "") + _one_side(name))
     for name in sorted(right):
-        rows.append((file_name, "Only in comparison", name, "", _cell(cmp[name]), "", WARNING))
+        rows.append((file_name, "Only in comparison", name, "", _cell(cmp[name])) + _one_side(name))
     rows.sort(key=lambda row: ({ERROR: 0, WARNING: 1}.get(row[6], 2), str(row[1])))
     return rows
+
+
+def _one_side(name: str) -> Tuple[str, str]:
+    """A precision flag on one side only (--bf16 against --fp16) changes every number: an error."""
+    return ("precision flag", ERROR) if is_precision(name) else ("", WARNING)
 
 
 def _unique(params: Dict[str, Any], key_of) -> Dict[str, str]:

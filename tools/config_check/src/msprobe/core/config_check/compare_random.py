@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any, Dict, List, Tuple
 
-from .formats import ERROR, PASS, ItemResult
+from .results import ERROR, PASS, ItemResult
 
 _FRAME = re.compile(r"^File (?P<path>.*?), line (?P<line>\d+), in (?P<func>[^,]*), ?(?P<code>.*)$", re.DOTALL)
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen")

@@ -7,6 +7,8 @@ from typing import Any, Dict
 from . import formats
 from .collect import static_entries
 from .compare import compare_packs
+from .masking import Masker
+from .results import RESULT_FILE
 
 _SCRIPT = """#!/bin/bash
 export CUDA_DEVICE_MAX_CONNECTIONS=1
@@ -26,11 +28,11 @@ def run(ctx: Any) -> Dict[str, str]:
         environ = {k: v for k, v in os.environ.items() if k != "NCCL_ALGO"}
         environ.update(extra)
         packs[side] = folder / f"{side}_pack.zip"
-        formats.write_zip(packs[side], static_entries([script], environ))
+        formats.write_zip(packs[side], static_entries([script], Masker(), environ))
         ctx.say(f"packed {packs[side].name} (--lr {lr}{', NCCL_ALGO=Tree' if extra else ''})")
     result = folder / "config_check_result"
-    compare_packs(packs["bench"], packs["cmp"], result)
-    ctx.say(f"report: {result / formats.RESULT_FILE} (env and hyperparameters are 'error', as expected)")
+    compare_packs(packs["bench"], packs["cmp"], result, quiet=True)
+    ctx.say(f"report: {result / RESULT_FILE} (env and hyperparameters are 'error', as expected)")
     return {"bench": str(packs["bench"]), "cmp": str(packs["cmp"]), "result": str(result)}
 
 

@@ -1,4 +1,4 @@
-"""The pack (zip) and the report (result.xlsx): the one place their layout lives (FORMATS.md §6).
+"""The pack (zip): the one place its layout lives (msprobe's config_check documentation).
 
 A pack is read completely and validated before anything is written, so a bad pack
 fails with one line naming the pack and the entry, and touches no file.
@@ -13,7 +13,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from msprobe.schema.errors import MsprobeError
 
@@ -27,25 +27,25 @@ _WEIGHTS = re.compile(r"^weights/step(\d+)/rank(\d+)/weight\.json$")
 _DATASET = re.compile(r"^dataset/step(\d+)/rank(\d+)/dataset\.json$")
 _RANDOM = re.compile(r"^random/rank(\d+)\.json$")
 
-PASS, WARNING, ERROR, INFO = "pass", "warning", "error", "info"
-ITEMS = ("env", "pip", "dataset", "weights", "hyperparameters", "random")
-SUMMARY_COLUMNS = ("filename", "pass_check", "detail")
-RESULT_FILE = "result.xlsx"
-OUT_MARKER = ".msprobe-config-check"
 DEFAULT_PACK = "./config_check_pack.zip"
-DEFAULT_RESULT = "./config_check_result"
-MAX_PACK_BYTES = 4 * 2**30  # a zip bomb is refused before anything is unpacked
-_DIFFS = ("max_relative_diff", "min_relative_diff", "mean_relative_diff", "norm_relative_diff")
-COLUMNS = {
-    "env": ("bench_env_name", "cmp_env_name", "bench_value", "cmp_value", "level", "why"),
-    "pip": ("package", "bench version", "cmp version", "level", "why"),
-    "dataset": ("step", "rank", "tag", "equal") + _DIFFS + ("level",),
-    "weights": ("step", "rank", "weight_name", "equal") + _DIFFS + ("level",),
-    "hyperparameters": ("file_name", "bench_para", "cmp_para", "bench_value", "cmp_value", "matched_with", "level"),
-    "random": ("op", "rank", "call_site", "bench_count", "cmp_count", "bench_seeds", "cmp_seeds", "level",
-               "bench_stack", "cmp_stack"),
-}
-"""Sheet -> header. Relative differences are (cmp - bench) / |bench|: positive means cmp is larger."""
+Track = Callable[[Sequence[Any], str], Iterable[Any]]
+"""Wraps a sequence being worked through with a progress bar (msprobe.cli.progress.track)."""
+
+
+@dataclass(frozen=True)
+class PackLimits:
+    """What reading one pack may cost: a zip bomb is refused from its directory, before inflating."""
+
+    max_entry_bytes: int = 256 * 2**20
+    """Largest entry, inflated (a weight.json of 100,000 parameters is about 20 MiB)."""
+    max_total_bytes: int = 4 * 2**30
+    """All entries together, inflated (they are held in memory while compared)."""
+    max_entries: int = 500_000
+    """Entries in one zip (8 ranks x 1000 micro-steps x 2 is 16,000)."""
+    max_ratio: float = 300.0
+    """Largest inflated/compressed size of an entry above ``ratio_from_bytes`` (JSON packs at 3-20)."""
+    ratio_from_bytes: int = 2**20
+    """Entries smaller than this are not checked for their ratio."""
 
 
 def weights_entry(step: int, rank: int) -> str:
@@ -61,11 +61,13 @@ def random_entry(rank: int) -> str:
 
 
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, indent=1, ensure_ascii=False, default=str).encode("utf-8")
+    """JSON text; a string holding undecodable bytes (surrogates) is written as JSON escapes."""
+    return json.dumps(value, indent=1, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
 
 
 def pip_text(versions: Dict[str, str]) -> bytes:
-    return "".join(f"{name}={version}\n" for name, version in sorted(versions.items())).encode("utf-8")
+    return "".join(f"{name}={version}\n" for name, version in sorted(versions.items())).encode("utf-8",
+                                                                                               "backslashreplace")
 
 
 @dataclass
@@ -100,7 +102,8 @@ def check_entry_name(pack: Path, name: str) -> None:
         raise MsprobeError(f"{pack}: entry '{name}' would be written outside the output folder; refusing the pack")
 
 
-def load_pack(path: Path) -> Pack:
+def load_pack(path: Path, limits: PackLimits = PackLimits(), track: Optional[Track] = None) -> Pack:
+    """Read and validate a pack; ``track(entries, description)`` wraps the entries read (progress)."""
     path = Path(path)
     if not path.is_file():
         raise MsprobeError(f"{path}: no such pack file")
@@ -109,22 +112,44 @@ def load_pack(path: Path) -> Pack:
     pack = Pack(path=path)
     try:
         with zipfile.ZipFile(path) as archive:
-            total = sum(info.file_size for info in archive.infolist())
-            if total > MAX_PACK_BYTES:
-                raise MsprobeError(f"{path}: unpacks to {total / 2**30:.1f} GiB, more than a config_check pack "
-                                   f"can hold ({MAX_PACK_BYTES / 2**30:.0f} GiB); refusing it")
-            for info in archive.infolist():
-                check_entry_name(path, info.filename)
-                if stat.S_ISLNK(info.external_attr >> 16):
-                    raise MsprobeError(f"{path}: entry '{info.filename}' is a symbolic link; refusing the pack")
-                if info.is_dir():
-                    continue
-                pack.duplicates += info.filename in pack.raw
-                pack.raw[info.filename] = archive.read(info)
+            infos = archive.infolist()
+            check_sizes(path, infos, limits)
+            for info in track(infos, f"reading {path.name}") if track is not None else infos:
+                if not info.is_dir():
+                    pack.duplicates += info.filename in pack.raw
+                    pack.raw[info.filename] = archive.read(info)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as exc:
         raise MsprobeError(f"{path}: corrupt zip ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
     _parse(pack)
     return pack
+
+
+def check_sizes(path: Path, infos: List[zipfile.ZipInfo], limits: PackLimits) -> None:
+    """Names, links and sizes from the zip's directory; reading stops at the declared sizes."""
+    if len(infos) > limits.max_entries:
+        raise MsprobeError(f"{path}: {len(infos)} entries, more than a config_check pack may hold "
+                           f"({limits.max_entries}); refusing it")
+    total = 0
+    for info in infos:
+        check_entry_name(path, info.filename)
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise MsprobeError(f"{path}: entry '{info.filename}' is a symbolic link; refusing the pack")
+        size, packed = info.file_size, max(info.compress_size, 1)
+        if size > limits.max_entry_bytes or (size > limits.ratio_from_bytes and size / packed > limits.max_ratio):
+            raise MsprobeError(f"{path}: entry '{info.filename}' inflates to {_size(size)} from {_size(packed)} "
+                               f"(limits: {_size(limits.max_entry_bytes)}, {limits.max_ratio:.0f}:1); "
+                               f"refusing the pack")
+        total += size
+    if total > limits.max_total_bytes:
+        raise MsprobeError(f"{path}: unpacks to {_size(total)}, more than a config_check pack may "
+                           f"({_size(limits.max_total_bytes)}); refusing it")
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _parse(pack: Pack) -> None:
@@ -158,6 +183,8 @@ def _parse(pack: Pack) -> None:
 def _json(pack: Pack, name: str, data: bytes) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise MsprobeError(f"{pack.path}: entry '{name}': JSON nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:
         raise MsprobeError(f"{pack.path}: entry '{name}': malformed JSON ({str(exc).splitlines()[0]})")
 
@@ -219,38 +246,3 @@ def write_zip(path: Path, entries: Dict[str, bytes]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-@dataclass
-class ItemResult:
-    """One compared item: a summary row and a sheet."""
-
-    name: str
-    """Sheet name, one of ITEMS."""
-    rows: list = field(default_factory=list)
-    """Tuples in the order of COLUMNS[name]; the 'level' column grades each row."""
-    note: str = ""
-    """Why the item could not be compared fully (e.g. not collected in one pack)."""
-    note_level: str = PASS
-    """Level the note alone implies."""
-    counted: str = ""
-    """Row counts for the summary when the sheet shows fewer rows than were compared."""
-
-    @property
-    def level(self) -> str:
-        position = COLUMNS[self.name].index("level")
-        levels = {row[position] for row in self.rows} | {self.note_level}
-        return ERROR if ERROR in levels else WARNING if WARNING in levels else PASS
-
-    @property
-    def detail(self) -> str:
-        position = COLUMNS[self.name].index("level")
-        counts: Dict[str, int] = {}
-        for row in self.rows:
-            counts[row[position]] = counts.get(row[position], 0) + 1
-        parts = [f"{counts[level]} {level}" for level in (ERROR, WARNING, INFO, PASS) if counts.get(level)]
-        if self.counted:
-            parts = [self.counted]
-        if self.note:
-            parts.insert(0, self.note)
-        return ", ".join(parts) if parts else "identical"

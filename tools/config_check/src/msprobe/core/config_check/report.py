@@ -1,48 +1,61 @@
-"""result.xlsx for people (coloured levels, frozen header, readable widths) and the terminal table."""
+"""The report: result.xlsx for people (coloured levels, frozen header, readable widths), the detail
+CSVs and result.json for programs, and the terminal table."""
 from __future__ import annotations
 
+import csv
+import functools
+import re
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from .formats import COLUMNS, ERROR, INFO, PASS, SUMMARY_COLUMNS, WARNING, ItemResult
+from . import formats
+from .results import (COLUMNS, DETAIL_COLUMNS, DETAIL_CSV, ERROR, INFO, NONE, PASS, RESULT_FILE, RESULT_JSON,
+                      SUMMARY_COLUMNS, WARNING, ItemResult, summary_json)
 
-COLOURS = {PASS: "C6EFCE", WARNING: "FFEB9C", ERROR: "FFC7CE", INFO: "DDEBF7"}
+COLOURS = {PASS: "C6EFCE", WARNING: "FFEB9C", ERROR: "FFC7CE", INFO: "DDEBF7", NONE: "EDEDED"}
 _FILLS = {level: PatternFill("solid", start_color=colour, end_color=colour) for level, colour in COLOURS.items()}
 _HEADER_FILL = PatternFill("solid", start_color="D9D9D9", end_color="D9D9D9")
 _MAX_WIDTH = 60
 _WRAP = Alignment(wrap_text=True, vertical="top")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def collapse_equal(result: ItemResult, name_column: int) -> ItemResult:
-    """Weights/dataset: one row per step and rank whose tensors are all equal; differing rows in full."""
-    level_at = COLUMNS[result.name].index("level")
-    groups: dict = {}
-    for row in result.rows:
-        groups.setdefault((row[0], row[1]), []).append(row)
-    rows = []
-    for (step, rank), members in groups.items():
-        passing = [row for row in members if row[level_at] == PASS]
-        rows.extend(row for row in members if row[level_at] != PASS)
-        if passing:
-            plural = "s" if len(passing) != 1 else ""
-            label = f"({len(passing)} tensor{plural} equal)" if len(passing) < len(members) \
-                else f"(all {len(passing)} tensor{plural} equal)"
-            filler = [None] * len(COLUMNS[result.name])
-            filler[0], filler[1], filler[level_at] = step, rank, PASS
-            filler[name_column], filler[name_column + 1] = label, True
-            rows.append(tuple(filler))
-    rows.sort(key=lambda row: (row[0], row[1], row[level_at] == PASS, str(row[name_column])))
-    differ = sum(1 for row in result.rows if row[level_at] != PASS)
-    counted = f"{differ} of {len(result.rows)} tensors differ" if result.rows else ""
-    return ItemResult(result.name, rows, note=result.note, note_level=result.note_level, counted=counted)
+def readable(value: Any) -> Any:
+    """Text every writer accepts: undecodable bytes (surrogates) and control characters escaped."""
+    if not isinstance(value, str):
+        return value
+    if value.isascii() and value.isprintable():
+        return value
+    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", value)
 
 
-def write_report(path: Path, results: Sequence[ItemResult]) -> None:
+def write_report(out: Path, results: Sequence[ItemResult], bench: str, cmp: str,
+                 track: Optional[formats.Track] = None) -> None:
+    """OUT/<item>.csv for weights and dataset, OUT/result.xlsx, OUT/result.json."""
+    writes = [functools.partial(_csv, out / DETAIL_CSV[r.name], DETAIL_COLUMNS[r.name], r.details)
+              for r in results if r.name in DETAIL_CSV]
+    writes.append(functools.partial(_xlsx, out / RESULT_FILE, results))
+    writes.append(functools.partial((out / RESULT_JSON).write_bytes, formats.dumps(summary_json(results, bench, cmp))))
+    for write in track(writes, "writing the report") if track is not None else writes:
+        write()
+
+
+def _csv(path: Path, columns: Sequence[str], rows: List[Sequence[Any]], text_at: int = 2) -> None:
+    """Rows of numbers and one free-text column (the tensor name), the only one that needs escaping."""
+    with open(path, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(columns)
+        writer.writerows(row if readable(row[text_at]) is row[text_at] else
+                         row[:text_at] + (readable(row[text_at]),) + row[text_at + 1:] for row in rows)
+
+
+def _xlsx(path: Path, results: Sequence[ItemResult]) -> None:
     book = Workbook(write_only=True)
     summary = [(r.name, r.level, r.detail) for r in results]
     _sheet(book, "summary", SUMMARY_COLUMNS, summary, level_at=1)
@@ -71,14 +84,14 @@ def _sheet(book: Workbook, title: str, columns: Sequence[str], rows: List[Sequen
     sheet.append(header)
     wrap = {i for i, name in enumerate(columns) if name.endswith("stack")}
     for row in rows:
-        out: List[Any] = list(row)
+        out: List[Any] = [readable(value) for value in row]
         level = row[level_at]
         if level in _FILLS:
             cell = WriteOnlyCell(sheet, value=level)
             cell.fill = _FILLS[level]
             out[level_at] = cell
         for index in wrap:
-            cell = WriteOnlyCell(sheet, value=row[index])
+            cell = WriteOnlyCell(sheet, value=out[index])
             cell.alignment = _WRAP
             out[index] = cell
         sheet.append(out)

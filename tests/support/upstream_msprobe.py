@@ -1,0 +1,135 @@
+"""Upstream msprobe (PyPI ``mindstudio-probe``) in throwaway virtual environments, for comparisons.
+
+API (stable; other tests rely on it)::
+
+    from tests.support.upstream_msprobe import upstream_python, make_upstream_dump, run_upstream_cli
+
+    python = upstream_python("26.2.0")           # Path of the venv's python; built once, then cached
+    root = make_upstream_dump("8.3.3", SCRIPT, tmp_path / "up")   # runs SCRIPT with that python
+    proc = run_upstream_cli("26.2.0", ["compare", "-tp", A, "-gp", B, "-o", OUT], cwd=tmp_path)
+
+Versions known to work: ``SUPPORTED`` (``26.2.0`` and ``8.3.3``). Each venv lives in
+``${MSPROBE_CACHE:-~/.cache/msprobe}/upstream/mindstudio-probe-<version>/`` and is made under a file
+lock (parallel test processes build it once). It holds only ``mindstudio-probe`` (installed
+``--no-deps``) and the few pure-Python packages upstream imports that the suite's venv lacks; torch,
+numpy, pandas and the rest come from the suite's own venv through a ``.pth`` line naming its
+site-packages (appended after the venv's own, so upstream's regular ``msprobe`` package shadows the
+suite's namespace package, and the suite's editable ``.pth`` files are not processed there).
+
+``make_upstream_dump(version, script, out_dir)`` runs ``script`` (a Python file, or source text) with
+``MSPROBE_OUT=<out_dir>`` in the environment and ``out_dir`` as working directory; the script is expected
+to dump with ``from msprobe.pytorch import PrecisionDebugger`` (upstream's) into ``$MSPROBE_OUT``.
+Upstream's ``step<N>/rank|proc<pid>/`` tree is returned as ``out_dir``. Upstream prints CANN banners
+and exits 0 after errors: callers check the files it writes, not only its exit status.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Union
+
+from filelock import FileLock
+
+from tests.support.msadapter_env import cache_dir
+
+SUPPORTED = ("26.2.0", "8.3.3")
+# imported by upstream's dump and compare paths but not needed by the suite's venv
+_EXTRA_PACKAGES = {
+    "26.2.0": ["tqdm", "einops", "pytz", "packaging", "wheel", "matplotlib", "tensorboard"],
+    "8.3.3": ["tqdm", "einops", "pytz", "rich", "tabulate", "pwinput", "wheel", "matplotlib", "tensorboard"],
+}
+_DONE = ".msprobe-upstream-complete"
+
+
+def venv_dir(version: str) -> Path:
+    return cache_dir() / "upstream" / f"mindstudio-probe-{version}"
+
+
+def upstream_python(version: str) -> Path:
+    """The python of a venv holding ``mindstudio-probe==version``, created on first use."""
+    if version not in SUPPORTED:
+        raise ValueError(f"upstream msprobe {version!r} is not one of {SUPPORTED}")
+    root = venv_dir(version)
+    python = root / "bin" / "python"
+    if _complete(root, version):
+        return python
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root) + ".lock", timeout=1800):
+        if not _complete(root, version):
+            _build(version, root)
+    return python
+
+
+def _stamp(version: str) -> str:
+    """What a finished venv records: a change of the package list rebuilds it."""
+    return " ".join([version] + _EXTRA_PACKAGES[version]) + "\n"
+
+
+def _complete(root: Path, version: str) -> bool:
+    done = root / _DONE
+    return done.is_file() and done.read_text() == _stamp(version)
+
+
+def _build(version: str, root: Path) -> None:
+    venv.EnvBuilder(clear=True, with_pip=True, symlinks=True).create(root)
+    python = root / "bin" / "python"
+    site = Path(subprocess.check_output(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    # the suite's site-packages (torch, numpy, pandas...) after the venv's own
+    (site / "zz_suite_site_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run(pip + ["--no-deps", f"mindstudio-probe=={version}"], check=True)
+    missing = [p for p in _EXTRA_PACKAGES[version] if not _importable(python, p)]
+    if missing:
+        subprocess.run(pip + missing, check=True)
+    subprocess.run([str(python), "-c", "import msprobe.msprobe, msprobe.pytorch"], check=True, env=_env(),
+                   cwd=str(root))
+    (root / _DONE).write_text(_stamp(version))
+
+
+def _importable(python: Path, package: str) -> bool:
+    module = {"pyyaml": "yaml"}.get(package, package)
+    return subprocess.run([str(python), "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
+def _env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(extra or {})
+    return env
+
+
+def run_upstream_cli(version: str, args: Sequence[str], cwd: Union[str, Path], timeout: float = 600,
+                     env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """``msprobe ARGS`` of upstream ``version``, output captured."""
+    python = upstream_python(version)
+    return subprocess.run([str(python), "-m", "msprobe.msprobe", *map(str, args)], cwd=str(cwd), text=True,
+                          capture_output=True, timeout=timeout, env=_env(env))
+
+
+def make_upstream_dump(version: str, script: Union[str, Path], out_dir: Union[str, Path],
+                       timeout: float = 600, env: Optional[Dict[str, str]] = None) -> Path:
+    """Run ``script`` (a path or source text) with upstream ``version``; returns ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    python = upstream_python(version)
+    if isinstance(script, Path) or (isinstance(script, str) and "\n" not in script and Path(script).is_file()):
+        command = [str(python), str(Path(script).resolve())]
+    else:
+        command = [str(python), "-c", str(script)]
+    extra = {"MSPROBE_OUT": str(out_dir.resolve())}
+    extra.update(env or {})
+    proc = subprocess.run(command, cwd=str(out_dir), text=True, capture_output=True, timeout=timeout,
+                          env=_env(extra))
+    if proc.returncode != 0:
+        raise RuntimeError(f"upstream msprobe {version} script failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return out_dir
+
+
+if __name__ == "__main__":  # build both ahead of a test run: python -m tests.support.upstream_msprobe
+    for name in sys.argv[1:] or SUPPORTED:
+        print(upstream_python(name))
