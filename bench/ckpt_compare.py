@@ -1,16 +1,20 @@
 """Benchmark of ``msprobe config_check -c`` on two ~1 GB Megatron checkpoints (TP2 x PP2 vs TP1).
 
-Prints, measured in this one run:
+Prints, measured in this one run (``--repeat`` times, alternating, because a shared machine is noisy):
   read ratio   = time to ``cat`` both checkpoints to /dev/null / time to compare them (target >= 0.7),
-                 cold (page cache of these files dropped with posix_fadvise) and warm (files cached);
+                 cold (the page cache of these files dropped: ``posix_fadvise(DONTNEED)`` evicts exactly
+                 them, as ``echo 3 > /proc/sys/vm/drop_caches`` would, without emptying other processes'
+                 cache) and warm (files cached);
+  CPU          = user + system seconds of the comparing process (what the machine's load does not change);
   peak RSS     = the comparing process's maximum resident set / bytes of the largest parameter (target <= 2).
-Usage: .venv/bin/python bench/ckpt_compare.py [--layers 3] [--keep DIR]
+Usage: .venv/bin/python bench/ckpt_compare.py [--layers 3] [--repeat 3] [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,19 +76,37 @@ def timed(cmd, **kw) -> float:
     return time.perf_counter() - start
 
 
-def child_peak_rss(cmd) -> tuple:
-    """(seconds, peak RSS bytes) of one child, measured in a fresh grandparent so only it counts."""
+def child_usage(cmd) -> tuple:
+    """(seconds, CPU seconds, peak RSS bytes) of one child, measured in a fresh grandparent so only it counts."""
     probe = ("import resource, subprocess, sys, time; t = time.perf_counter();"
              "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
-             "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)")
+             "u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+             "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss * 1024)")
     out = subprocess.run([sys.executable, "-c", probe] + cmd, check=True, capture_output=True, text=True).stdout
-    seconds, rss = out.split()
-    return float(seconds), int(rss)
+    seconds, cpu, rss = out.split()
+    return float(seconds), float(cpu), int(rss)
+
+
+def measure(label: str, paths, cmd, warm: bool, largest: int, total: int, before=None) -> float:
+    """One cat-then-compare pair; prints it and returns the read ratio."""
+    if not warm:
+        drop_cache(paths)
+    read = timed(["cat"] + [str(p) for p in paths], stdout=subprocess.DEVNULL)
+    if not warm:
+        drop_cache(paths)
+    if before:
+        before()
+    seconds, cpu, rss = child_usage(cmd)
+    print(f"{label}: cat {read:.2f}s ({total / read / 2**20:,.0f} MiB/s), compare {seconds:.2f}s "
+          f"({total / seconds / 2**20:,.0f} MiB/s, CPU {cpu:.2f}s) -> read ratio {read / seconds:.2f}; "
+          f"peak RSS {rss / 2**20:.0f} MiB = {rss / largest:.2f}x largest parameter", flush=True)
+    return read / seconds
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--layers", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=3, help="transformer layers of the model (3: ~1 GB per checkpoint)")
+    parser.add_argument("--repeat", type=int, default=3, help="cold and warm measurements, alternating")
     parser.add_argument("--keep", type=Path, default=None, help="reuse/keep checkpoints in this folder")
     opts = parser.parse_args()
     root = opts.keep or Path(tempfile.mkdtemp(prefix="msprobe-ckpt-bench-"))
@@ -99,25 +121,18 @@ def main() -> None:
         engine = [sys.executable, "-c", ENGINE, str(root / "tp2pp2"), str(root / "tp1")]
         out = root / "out.json"
         cli = [msprobe, "-f", "pytorch", "config_check", "-c", str(root / "tp2pp2"), str(root / "tp1"), "-o", str(out)]
-        print(f"checkpoints: {total / 2**30:.2f} GiB in {len(paths)} files; largest parameter {largest / 2**20:.0f} MiB")
-        for label, warm in (("cold", False), ("warm", True)):
-            if not warm:
-                drop_cache(paths)
-            read = timed(["cat"] + [str(p) for p in paths], stdout=subprocess.DEVNULL)
-            if not warm:
-                drop_cache(paths)
-            seconds, rss = child_peak_rss(engine)
-            print(f"{label}: cat {read:.2f}s ({total / read / 2**20:,.0f} MiB/s), compare {seconds:.2f}s "
-                  f"-> read ratio {read / seconds:.2f}; peak RSS {rss / 2**20:.0f} MiB = {rss / largest:.2f}x largest parameter")
-        if out.exists():
-            out.unlink()
-        drop_cache(paths)
-        read = timed(["cat"] + [str(p) for p in paths], stdout=subprocess.DEVNULL)
-        drop_cache(paths)
-        seconds, rss = child_peak_rss(cli)
-        print(f"cold, through the msprobe CLI: cat {read:.2f}s, compare {seconds:.2f}s -> read ratio {read / seconds:.2f}; "
-              f"peak RSS {rss / 2**20:.0f} MiB = {rss / largest:.2f}x largest parameter")
-        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"checkpoints: {total / 2**30:.2f} GiB in {len(paths)} files; largest parameter {largest / 2**20:.0f} MiB; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+        ratios = {"cold": [], "warm": []}
+        for _ in range(opts.repeat):
+            for label in ratios:
+                ratios[label].append(measure(label, paths, engine, label == "warm", largest, total))
+        measure("cold, through the msprobe CLI", paths, cli, False, largest, total,
+                before=lambda: out.unlink() if out.exists() else None)
+        for label, values in ratios.items():
+            print(f"{label} read ratio: median {statistics.median(values):.2f} "
+                  f"(min {min(values):.2f}, max {max(values):.2f}, {len(values)} runs)")
+        print(f"load average after the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
         if opts.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -91,18 +91,37 @@ def layouts(megatron_dir, full, tmp_path_factory) -> Dict[str, Path]:
     return out
 
 
-@pytest.fixture
-def cli(capsys):
-    """Run the real ``msprobe`` command in-process: returns (exit code, stdout, stderr)."""
-    def run(*argv: str):
+class Cli:
+    """The real ``msprobe`` command run in-process: ``cli(*argv)`` returns (exit code, stdout, stderr)."""
+
+    def __init__(self, capsys) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *argv: str):
         code = 0
         try:
             msprobe_main(list(argv))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
-        captured = capsys.readouterr()
+        captured = self.capsys.readouterr()
         return code, captured.out, captured.err
-    return run
+
+    def compare(self, a, b, out):
+        return self("-f", "pytorch", "config_check", "--compare", str(a), str(b), "-o", str(out))
+
+    def one_line_error(self, a, b, out, *expected: str) -> str:
+        """Asserts exit 2 with one ``msprobe: error:`` line holding every ``expected`` text; returns it."""
+        code, _, stderr = self.compare(a, b, out)
+        lines = stderr.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("msprobe: error: "), stderr
+        for text in expected:
+            assert text in lines[0], lines[0]
+        return lines[0]
+
+
+@pytest.fixture
+def cli(capsys) -> Cli:
+    return Cli(capsys)
 
 
 def changed(tree: Path, dest: Path) -> Path:

@@ -13,10 +13,6 @@ from msprobe.ckpt_compare import writer
 ARGS = argparse.Namespace(num_layers=4, swiglu=True, untie_embeddings_and_output_weights=True)
 
 
-def _run(cli, a, b, out):
-    return cli("-f", "pytorch", "config_check", "--compare", str(a), str(b), "-o", str(out))
-
-
 def test_one_sided_parameters_shape_mismatch_and_vocab_padding(layouts, full, cli, tmp_path):
     other = dict(full["dense"])
     del other["decoder.layers.3.self_attention.linear_proj.bias"]
@@ -25,7 +21,7 @@ def test_one_sided_parameters_shape_mismatch_and_vocab_padding(layouts, full, cl
     emb = other["embedding.word_embeddings.weight"]
     other["embedding.word_embeddings.weight"] = torch.cat([emb, torch.zeros(64, emb.shape[1])])
     writer.write_megatron(tmp_path / "other", other, ARGS, tp=2, split_dims=full["dense_dims"], gated=True)
-    code, stdout, _ = _run(cli, layouts["core_tp1"], tmp_path / "other", tmp_path / "r.json")
+    code, stdout, _ = cli.compare(layouts["core_tp1"], tmp_path / "other", tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert code == 0
     assert data["decoder.layers.3.self_attention.linear_proj.bias"]["only_in"] == "path1"
@@ -43,7 +39,7 @@ def test_bfloat16_shards_against_float32(layouts, full, cli, tmp_path):
     back = {k: v.float() for k, v in bf16.items()}
     writer.write_megatron(tmp_path / "bf16", bf16, ARGS, tp=2, pp=2, split_dims=full["dense_dims"], gated=True)
     writer.write_megatron(tmp_path / "f32", back, ARGS, split_dims=full["dense_dims"], gated=True)
-    code, _, _ = _run(cli, tmp_path / "f32", tmp_path / "bf16", tmp_path / "r.json")
+    code, _, _ = cli.compare(tmp_path / "f32", tmp_path / "bf16", tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert code == 0 and all(e["l2"] == 0.0 for e in data.values())
 
@@ -58,7 +54,7 @@ def test_nan_and_replica_mismatch_are_reported(full, cli, tmp_path):
     state = torch.load(shard, weights_only=False)  # written by this test: trusted
     state["model"]["decoder.final_layernorm.weight"] = state["model"]["decoder.final_layernorm.weight"] + 1
     torch.save(state, shard)
-    code, stdout, _ = _run(cli, tmp_path / "a", tmp_path / "b", tmp_path / "r.json")
+    code, stdout, _ = cli.compare(tmp_path / "a", tmp_path / "b", tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     fc2 = data["decoder.layers.0.mlp.linear_fc2.weight"]
     assert code == 0 and fc2["l2"] is None and fc2["cos"] is None and "non-finite" in fc2["note"]
@@ -66,32 +62,25 @@ def test_nan_and_replica_mismatch_are_reported(full, cli, tmp_path):
     assert "non-finite values: 1" in stdout and "replicas differ across ranks: 1" in stdout
 
 
-def _one_line_error(cli, a, b, out, *expected):
-    code, _, stderr = _run(cli, a, b, out)
-    lines = stderr.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("msprobe: error: "), stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
-
 
 def test_existing_output_is_refused(layouts, cli, tmp_path):
     out = tmp_path / "taken.json"
     out.write_text("{}")
-    _one_line_error(cli, layouts["core_tp1"], layouts["core_tp1"], out, str(out), "exists")
+    cli.one_line_error(layouts["core_tp1"], layouts["core_tp1"], out, str(out), "exists")
     assert out.read_text() == "{}"
 
 
 def test_missing_shard(layouts, cli, tmp_path):
     broken = shutil.copytree(layouts["real_tp2pp2"], tmp_path / "broken")
     shutil.rmtree(broken / "iter_0000005" / "mp_rank_01_001")
-    _one_line_error(cli, layouts["core_tp1"], broken, tmp_path / "r.json", "mp_rank_01_001", "missing shard")
+    cli.one_line_error(layouts["core_tp1"], broken, tmp_path / "r.json", "mp_rank_01_001", "missing shard")
 
 
 def test_truncated_file(layouts, cli, tmp_path):
     broken = shutil.copytree(layouts["core_tp1"], tmp_path / "broken")
     shard = broken / "iter_0000005" / "mp_rank_00" / "model_optim_rng.pt"
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
-    _one_line_error(cli, layouts["core_tp1"], broken, tmp_path / "r.json", str(shard))
+    cli.one_line_error(layouts["core_tp1"], broken, tmp_path / "r.json", str(shard))
 
 
 class _Evil:
@@ -105,7 +94,7 @@ def test_pickle_that_runs_code_is_refused(layouts, cli, tmp_path):
     evil = shutil.copytree(layouts["core_tp1"], tmp_path / "evil")
     shard = evil / "iter_0000005" / "mp_rank_00" / "model_optim_rng.pt"
     torch.save({"model": {}, "args": _Evil()}, shard)
-    _one_line_error(cli, layouts["core_tp1"], evil, tmp_path / "r.json", str(shard), "system", "allow-list")
+    cli.one_line_error(layouts["core_tp1"], evil, tmp_path / "r.json", str(shard), "system", "allow-list")
     assert not _Evil.marker.exists()
 
 
@@ -122,7 +111,7 @@ def test_wrong_paths(layouts, cli, tmp_path, case):
         target = tmp_path / "empty"
         target.mkdir()
         expected = (str(target), "mp_rank_")
-    _one_line_error(cli, layouts["core_tp1"], target, tmp_path / "r.json", *expected)
+    cli.one_line_error(layouts["core_tp1"], target, tmp_path / "r.json", *expected)
 
 
 @pytest.mark.parametrize("damage", ["missing_distcp", "truncated_distcp", "bad_metadata"])
@@ -139,7 +128,7 @@ def test_broken_torch_dist(layouts, cli, tmp_path, damage):
     else:
         (folder / ".metadata").write_bytes(b"\x80\x04not a pickle")
         expected = (str(folder / ".metadata"),)
-    _one_line_error(cli, layouts["core_tp1"], broken, tmp_path / "r.json", *expected)
+    cli.one_line_error(layouts["core_tp1"], broken, tmp_path / "r.json", *expected)
 
 
 def test_tied_head_and_missing_args(full, cli, tmp_path):
@@ -148,7 +137,7 @@ def test_tied_head_and_missing_args(full, cli, tmp_path):
     with_head = dict(alone, **{"output_layer.weight": full["dense"]["embedding.word_embeddings.weight"]})
     writer.write_megatron(tmp_path / "tp1", alone, tied, split_dims=full["dense_dims"], gated=True)
     writer.write_megatron(tmp_path / "pp2", with_head, tied, pp=2, tp=2, split_dims=full["dense_dims"], gated=True)
-    code, stdout, _ = _run(cli, tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r.json")
+    code, stdout, _ = cli.compare(tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert code == 0 and "output_layer.weight" not in data and all(e["l2"] == 0.0 for e in data.values())
     assert "tied to the embedding" in stdout
@@ -156,6 +145,6 @@ def test_tied_head_and_missing_args(full, cli, tmp_path):
         state = torch.load(shard, weights_only=False)  # written by this test: trusted
         del state["args"]
         torch.save(state, shard)
-    code, stdout, _ = _run(cli, tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r2.json")
+    code, stdout, _ = cli.compare(tmp_path / "tp1", tmp_path / "pp2", tmp_path / "r2.json")
     assert code == 0 and "no 'args', so SwiGLU is unknown" in stdout
     assert json.loads((tmp_path / "r2.json").read_text())["decoder.layers.0.mlp.linear_fc1.weight"]["l2"] > 0

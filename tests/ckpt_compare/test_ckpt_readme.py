@@ -37,7 +37,7 @@ def test_readme_commands(tmp_path):
     install, demo, compare, mindspore, bench = commands
     # installing into the environment under test would swap the code being tested: the top-level README
     # shows the same command, and tests/test_readme.py runs it in a fresh virtual environment
-    assert install == "pip install ./tools/ckpt_compare" and install in (REPO / "README.md").read_text()
+    assert install == "pip install ./shared ./tools/ckpt_compare" and install in (REPO / "README.md").read_text()
     _run(demo, tmp_path)
     (shown,) = _blocks("text")  # the printed summary the README quotes
     out = _run(compare, tmp_path).stdout
@@ -50,6 +50,7 @@ def test_readme_commands(tmp_path):
     assert json.loads((tmp_path / "ckpt_similarity.json").read_text()) == data  # default -o
     report = _run(bench, REPO).stdout
     assert re.search(r"cold: cat .* read ratio \d+\.\d+; peak RSS \d+ MiB = \d+\.\d+x largest parameter", report)
+    assert re.search(r"cold read ratio: median \d+\.\d+ \(min \d+\.\d+, max \d+\.\d+, 3 runs\)", report)
 
 
 def test_demo_part_alone(tmp_path):

@@ -18,8 +18,11 @@ FRAMEWORKS = ("pytorch", "mindspore")  # MSAdapter (mindspore) checkpoints use t
 
 
 def compare_checkpoints(path1: Path, path2: Path, output: Optional[Path], framework: Optional[str],
-                        options: CompareOptions = CompareOptions()) -> int:
-    """Compare two checkpoints, write the JSON report, print a summary; returns the exit code."""
+                        quiet: bool = False, options: Optional[CompareOptions] = None) -> int:
+    """Compare two checkpoints, write the JSON report, print a summary; returns the exit code.
+
+    ``quiet`` turns the progress bar off (it only ever shows on a terminal)."""
+    options = options or CompareOptions(progress=not quiet)
     if framework not in (None,) + FRAMEWORKS:
         raise MsprobeError(f"config_check -c: framework '{framework}' has no checkpoint reader "
                            f"(use {' or '.join(FRAMEWORKS)})")

@@ -3,21 +3,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Dict
+from typing import TYPE_CHECKING, Dict, Optional
 
-import torch
-
+from .cli import write_json
 from .compare import run as compare_run
 from .compare import summary
-from .cli import write_json
 from .options import CompareOptions
-from .writer import write_megatron
+
+if TYPE_CHECKING:
+    import torch
 
 HIDDEN, HEADS, GROUPS, FFN, VOCAB, LAYERS = 32, 4, 2, 48, 128, 4
 
 
 def tiny_gpt(seed: int = 0) -> Dict[str, torch.Tensor]:
     """A megatron-core GPT state dict (GQA attention, SwiGLU MLP, RMSNorm), full size (TP1)."""
+    import torch
     gen = torch.Generator().manual_seed(seed)
     head = HIDDEN // HEADS
     qkv_rows = (HEADS + 2 * GROUPS) * head
@@ -41,7 +42,14 @@ def args() -> argparse.Namespace:
                               swiglu=True, untie_embeddings_and_output_weights=True, padded_vocab_size=VOCAB)
 
 
-def run(ctx) -> Path:
+def run(ctx) -> Optional[Path]:
+    try:  # only writing the demo's checkpoints needs torch: the comparison reads .pt files itself
+        import torch
+
+        from .writer import write_megatron
+    except ImportError:
+        ctx.say("skipped: torch is not installed (pip install './tools/ckpt_compare[demo]')")
+        return None
     out = Path(ctx.out_dir) / "ckpt_compare"
     out.mkdir(parents=True, exist_ok=True)
     base = tiny_gpt()

@@ -15,8 +15,9 @@ from typing import Any, Dict, List, Tuple
 from msprobe.schema.errors import MsprobeError
 
 from . import names
-from .model import Checkpoint, Param, Piece, check_tiling, index0, require_contiguous
-from .ptfile import TensorRef, load_pt, unpickle_bytes
+from .model import Checkpoint, Param, Piece, check_tiling, checkpoint_args, index0, require_contiguous
+from .ptfile import load_pickle, load_pt
+from .tensorref import TensorRef
 
 _SKIP = re.compile(r"^(optimizer\.|rng_state|rerun_state)|/shard_|_extra_state")
 _STACKED = re.compile(r"^decoder\.layers\.(?!\d)")
@@ -28,7 +29,7 @@ _EXPERT_STACKED = re.compile(r"^mlp\.experts\.experts\.(linear_fc\d\..*)$")
 
 def read(path: Path) -> Checkpoint:
     meta_file = path / ".metadata"
-    meta = unpickle_bytes(meta_file.read_bytes(), meta_file)
+    meta = load_pickle(meta_file)
     tensors = getattr(meta, "state_dict_metadata", None)
     storage = getattr(meta, "storage_data", None)
     if not isinstance(tensors, dict) or not isinstance(storage, dict):
@@ -125,4 +126,4 @@ def _common_args(path: Path) -> Any:
     if not common.is_file():
         return None
     state = load_pt(common)
-    return state.get("args") if isinstance(state, dict) else None
+    return checkpoint_args(state.get("args") if isinstance(state, dict) else None)[0]

@@ -8,26 +8,29 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from msprobe.schema.errors import MsprobeError
 
 from . import names
 from .locate import RANK_DIR
-from .model import Checkpoint, Param, Piece, check_tiling, require_contiguous, rows_of, whole
-from .ptfile import TensorRef, load_pt
+from .model import Checkpoint, Param, Piece, check_tiling, checkpoint_args, require_contiguous, rows_of, whole
+from .ptfile import load_pt
+from .tensorref import TensorRef
 
 FILES = ("model_optim_rng.pt", "model_rng.pt")
+_MAX_DEPTH = 64
 Rank = Tuple[int, int, int]  # (tp, pp, ep)
+GUESSED_FC1 = "SwiGLU unknown (checkpoint args do not say): TP shards concatenated as stored"
 
 
 def read(path: Path) -> Checkpoint:
     folders = sorted(p for p in path.iterdir() if p.is_dir() and RANK_DIR.match(p.name))
     files = {p.name: _model_file(p) for p in folders}
     first = load_pt(files[folders[0].name])
-    args = first.get("args") if isinstance(first, dict) else None
+    args, why = checkpoint_args(first.get("args") if isinstance(first, dict) else None)
     tp, pp, ep = _sizes(args)
-    experts = _has_experts(first)
+    experts = _has_experts(first, files[folders[0].name])
     ranks = {_rank(name, args, pp, ep, files[name], experts): files[name] for name in files}
     tp = max(tp, 1 + max(r[0] for r in ranks))
     pp = max(pp, 1 + max(r[1] for r in ranks))
@@ -55,8 +58,9 @@ def read(path: Path) -> Checkpoint:
     vpp = 1 + max(v for (_t, _p, _e, v) in chunks)
     layout = f"TP{tp} PP{pp} EP{ep} VPP{vpp}"
     notes = []
-    if args is None and tp > 1 and any(names.is_gated_fc1(n) for n in params):
-        notes.append(f"{files[folders[0].name]}: no 'args', so SwiGLU is unknown: linear_fc1 shards are "
+    if any(p.note for p in params.values()):
+        why = why or "'args' sets neither swiglu nor gated_linear_unit"
+        notes.append(f"{files[folders[0].name]}: {why}, so SwiGLU is unknown: linear_fc1 shards are "
                      f"concatenated as they are (wrong across TP sizes if the model is gated)")
     return Checkpoint(path, "megatron", layout, params, args, notes)
 
@@ -73,12 +77,12 @@ def _sizes(args: Any) -> Tuple[int, int, int]:
     return get("tensor_model_parallel_size"), get("pipeline_model_parallel_size"), get("expert_model_parallel_size")
 
 
-def _has_experts(state: Any) -> bool:
+def _has_experts(state: Any, where: Path) -> bool:
     flat: Dict[str, TensorRef] = {}
     if isinstance(state, dict):
         for key in state:
             if str(key).startswith("model"):
-                _flatten(state[key], "", flat)
+                _flatten(state[key], "", flat, where)
     return any(names.is_expert(names.normalise(n)) for n in flat)
 
 
@@ -113,23 +117,25 @@ def _chunks(states: Dict[Rank, Any], files: Dict[Rank, Path]) -> Dict[Tuple[int,
     for rank, state in states.items():
         if not isinstance(state, dict):
             raise MsprobeError(f"{files[rank]}: expected a dict with 'model', got {type(state).__name__}")
-        keys = sorted((k for k in state if k == "model" or (k.startswith("model") and k[5:].isdigit())),
+        keys = sorted((k for k in state if isinstance(k, str) and k.startswith("model") and k[5:].isdigit() or k == "model"),
                       key=lambda k: int(k[5:] or 0))
         if not keys:
             raise MsprobeError(f"{files[rank]}: field 'model' missing (not a Megatron checkpoint)")
         for key in keys:
             flat: Dict[str, TensorRef] = {}
-            _flatten(state[key], "", flat)
+            _flatten(state[key], "", flat, files[rank])
             out[rank + (int(key[5:] or 0),)] = {names.normalise(k): v for k, v in flat.items() if not names.skipped(k)}
     return out
 
 
-def _flatten(tree: Any, prefix: str, out: Dict[str, TensorRef]) -> None:
+def _flatten(tree: Any, prefix: str, out: Dict[str, TensorRef], where: Path, depth: int = 0) -> None:
     if isinstance(tree, TensorRef):
         out[prefix] = tree
     elif isinstance(tree, dict):
+        if depth > _MAX_DEPTH:  # a state dict nests a few levels; a hostile pickle could nest millions
+            raise MsprobeError(f"{where}: the model's dicts nest deeper than {_MAX_DEPTH} levels at '{prefix[:80]}'")
         for key, value in tree.items():
-            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out)
+            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out, where, depth + 1)
 
 
 def _layer_offsets(chunks, pp: int) -> Dict[Tuple[int, int], int]:
@@ -168,7 +174,7 @@ def _merge(name: str, shards: Dict[Tuple[int, int], TensorRef], args: Any, tp: i
     shape = list(refs[0].shape)
     if any(r.shape != refs[0].shape for r in refs) or len(shape) <= dim:
         raise MsprobeError(f"{refs[0].path}: TP shards of '{name}' have shapes {[list(r.shape) for r in refs]}")
-    gated = bool(getattr(args, "swiglu", False) or getattr(args, "gated_linear_unit", False))
+    gated = _gated(args)
     pieces = []
     for t, ref in enumerate(refs):
         if dim == 0 and gated and names.is_gated_fc1(name):
@@ -181,4 +187,11 @@ def _merge(name: str, shards: Dict[Tuple[int, int], TensorRef], args: Any, tp: i
         start[dim] = t * shape[dim]
         pieces.append(Piece(ref, tuple(start)))
     shape[dim] *= len(refs)
-    return check_tiling(Param(name, tuple(shape), refs[0].dtype, pieces, replicas))
+    guess = GUESSED_FC1 if dim == 0 and gated is None and names.is_gated_fc1(name) else ""
+    return check_tiling(Param(name, tuple(shape), refs[0].dtype, pieces, replicas, guess))
+
+
+def _gated(args: Any) -> Optional[bool]:
+    """Whether linear_fc1 is [gate; up] (SwiGLU); None when the checkpoint does not say."""
+    known = [getattr(args, key) for key in ("swiglu", "gated_linear_unit") if args is not None and hasattr(args, key)]
+    return any(bool(value) for value in known) if known else None

@@ -1,14 +1,17 @@
 """A checkpoint as logical (unsharded) parameters, each a list of on-disk pieces: nothing loaded yet."""
 from __future__ import annotations
 
+import argparse
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from msprobe.schema.errors import MsprobeError
 
-from .ptfile import ITEMSIZE, TensorRef
+from .tensorref import ITEMSIZE, TensorRef
+from .unpickle import Stub
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class Param:
     pieces: List[Piece]
     replicas: List[Tuple[str, TensorRef]] = field(default_factory=list)
     """(where, ref) copies of a replicated parameter held by other ranks; checked byte for byte."""
+    note: str = ""
+    """What the reader had to guess about this parameter's layout (copied into its report entry)."""
 
     @property
     def numel(self) -> int:
@@ -79,8 +84,24 @@ def whole(name: str, ref: TensorRef, replicas: Optional[List[Tuple[str, TensorRe
 def check_tiling(param: Param) -> Param:
     """Pieces must cover the logical shape exactly (catches a shard of the wrong size)."""
     covered = sum(p.ref.numel for p in param.pieces)
+    where = param.pieces[0].ref.path if param.pieces else "?"
+    if any(p.ref.dtype != param.dtype for p in param.pieces):
+        raise MsprobeError(f"{where}: shards of '{param.name}' have different dtypes "
+                           f"{sorted({p.ref.dtype for p in param.pieces})}")
     if covered != param.numel:
-        where = param.pieces[0].ref.path if param.pieces else "?"
         raise MsprobeError(f"{where}: shards of '{param.name}' cover {covered} elements, "
                            f"expected {param.numel} for shape {list(param.shape)}")
     return param
+
+
+def checkpoint_args(value: Any) -> Tuple[Optional[argparse.Namespace], str]:
+    """A checkpoint's ``args`` as a Namespace (dicts and pickled records are read the same way), or
+    (None, why it cannot be used)."""
+    if isinstance(value, argparse.Namespace):
+        return value, ""
+    fields = vars(value) if isinstance(value, Stub) else value
+    if isinstance(fields, Mapping) and fields and all(isinstance(key, str) for key in fields):
+        return argparse.Namespace(**fields), ""
+    if value is None:
+        return None, "no 'args'"
+    return None, f"'args' is a {type(value).__name__}, not an argparse.Namespace"
