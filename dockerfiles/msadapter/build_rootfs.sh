@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build (once, cached) a Debian bullseye rootfs with Python 3.9 + mindspore 2.0.0 + msadapter 0.1.0.
+# Build (once, cached) a Debian bullseye rootfs with Python 3.9 + mindspore 2.0.0 + msadapter 0.1.0,
+# and torch 1.12.1 for Python 3.9 (op_generate's bench beside MSAdapter; it runs on the CPU).
 #
 # Result: $MSPROBE_CACHE/rootfs/bullseye-msadapter   (MSPROBE_CACHE defaults to $HOME/.cache/msprobe)
 # A stamp file <rootfs>/.msprobe-complete marks a finished build; when it exists and matches
@@ -8,6 +9,11 @@
 # Steps: debootstrap bullseye (minbase + python3 pip venv libgomp1 ca-certificates), pip download
 # the Python 3.9 wheels on the host into $MSPROBE_CACHE/wheelhouse/py39, then pip install them
 # offline inside the rootfs via chroot in a private mount namespace (unshare -m) so no mount leaks.
+# torch: 1.12.1 is the last PyPI build for cp39 that carries its CUDA libraries inside the wheel (776 MB,
+# imports without a GPU); later ones pull in gigabytes of nvidia-* wheels. Debian's python3-torch 1.7
+# cannot share a process with mindspore (both load their own oneDNN and OpenCV: undefined symbols).
+# Two builds at once (two test sessions) take turns on a lock file beside the rootfs; the second
+# finds the first's stamp and exits.
 # Needs root, debootstrap, unshare (util-linux) and network access to a Debian mirror and PyPI.
 set -euo pipefail
 
@@ -21,13 +27,21 @@ FORCE=0
 
 APT_PKGS="python3,python3-pip,python3-venv,libgomp1,ca-certificates"
 PY_PKGS=(msadapter==0.1.0 mindspore==2.0.0 "numpy<1.25" "pillow<10" "protobuf<4" typing_extensions pyyaml typer pytest)
-STAMP_CONTENT="bullseye ${APT_PKGS} ${PY_PKGS[*]}"
+PY_TORCH=(torch==1.12.1)
+STAMP_CONTENT="bullseye ${APT_PKGS} ${PY_PKGS[*]} ${PY_TORCH[*]}"
 # pip download evaluates environment markers with the host interpreter (3.11), so the py<3.11 backports
 # that pytest needs are not pulled in by themselves: list them explicitly
 PY_BACKPORTS=(exceptiongroup tomli)
 
 log() { echo "[build_rootfs] $*" >&2; }
 die() { echo "[build_rootfs] error: $*" >&2; exit 1; }
+
+mkdir -p "$CACHE/rootfs"
+exec 9>"$CACHE/rootfs/.build.lock"
+if ! flock -n 9; then
+    log "another build holds $CACHE/rootfs/.build.lock; waiting for it"
+    flock 9
+fi
 
 if [[ $FORCE -eq 0 && -f "$STAMP" && "$(cat "$STAMP")" == "$STAMP_CONTENT" ]]; then
     log "rootfs complete (cached): $ROOTFS"
@@ -70,6 +84,12 @@ python3 -m pip --version >/dev/null 2>&1 || die "host python3 has no pip; run: a
     --only-binary=:all: --python-version 3.9 --implementation cp --abi cp39 --abi none --platform any \
     "${PY_BACKPORTS[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
     || die "pip download of py39 backport wheels failed"
+# torch alone and without deps (its one dependency, typing_extensions, is in PY_PKGS)
+"${PIP_HOST[@]}" download --quiet --dest "$WHEELHOUSE" --no-deps \
+    --only-binary=:all: --python-version 3.9 --implementation cp --abi cp39 \
+    --platform manylinux1_x86_64 --platform manylinux2014_x86_64 \
+    "${PY_TORCH[@]}" 2> >(grep -v "is ignored: it is neither" >&2) \
+    || die "pip download of the py39 torch wheel failed"
 
 # 3. offline pip install inside the chroot
 log "pip install inside rootfs (offline, from wheelhouse)"
@@ -82,15 +102,15 @@ unshare -m --propagation private -- /bin/bash -euo pipefail -c '
     chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         HOME=/root LANG=C.UTF-8 PIP_DISABLE_PIP_VERSION_CHECK=1 \
         python3.9 -m pip install --no-index --find-links /wheelhouse --no-cache-dir -q "$@"
-' _ "$ROOTFS" "$WHEELHOUSE" "${PY_PKGS[@]}" || die "pip install inside rootfs failed"
+' _ "$ROOTFS" "$WHEELHOUSE" "${PY_PKGS[@]}" "${PY_TORCH[@]}" || die "pip install inside rootfs failed"
 rmdir "$ROOTFS/wheelhouse" 2>/dev/null || true
 
-# 4. smoke check: both frameworks import
+# 4. smoke check: both frameworks import, and torch beside them
 unshare -m --propagation private -- /bin/bash -euo pipefail -c '
     R="$1"
     mount -t proc proc "$R/proc"
     chroot "$R" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
-        python3.9 -c "import mindspore, msadapter.pytorch as t; print(\"mindspore\", mindspore.__version__, \"msadapter ok\", t.ones(2).shape)"
+        python3.9 -c "import mindspore, msadapter.pytorch as t, torch; print(\"mindspore\", mindspore.__version__, \"msadapter ok\", t.ones(2).shape, \"torch\", torch.__version__)"
 ' _ "$ROOTFS" >&2 || die "smoke import of mindspore/msadapter in rootfs failed"
 
 echo "$STAMP_CONTENT" > "$STAMP"
