@@ -1,24 +1,32 @@
 # Recipes of the msprobe suite. `./dev <recipe>` installs `just` first and runs it.
 set shell := ["bash", "-euo", "pipefail", "-c"]
+set positional-arguments := true
 
 venv := env_var_or_default("MSPROBE_VENV", ".venv")
 python := venv / "bin/python"
-tools := "./shared ./tools/dump ./tools/overflow ./tools/config_check ./tools/ckpt_compare"
+msprobe := venv / "bin/msprobe"
+dist := env_var_or_default("MSPROBE_DIST", "dist")
+# every shared/ and tools/*/ folder with a pyproject.toml, siblings first (.ci/suite.py)
+packages := `python3 .ci/suite.py packages`
+editable := `python3 .ci/suite.py packages --editable --extras`
+step := "bash .ci/setup_step.sh " + venv
 
 # List the recipes.
 default:
     @just --list
 
-# Create the virtual environment and install every tool and what the tests need.
-setup:
-    test -x {{python}} || python3 -m venv {{venv}}
-    {{python}} -m pip install -q --disable-pip-version-check -r requirements-test.txt
-    {{python}} -m pip install -q --disable-pip-version-check --force-reinstall --no-deps {{tools}}
-    {{python}} -m pip install -q --disable-pip-version-check {{tools}}
+# Install what `msprobe demo` needs: every package of the suite (editable) with its extras (torch, mindspore).
+setup-demo:
+    @test -x {{python}} || { echo "setup: creating the virtual environment {{venv}}"; python3 -m venv {{venv}}; }
+    @{{step}} demo -r requirements-demo.txt {{editable}}
+
+# Install the above and what the tests need (megatron-core, pytest, hypothesis, the docker SDK...).
+setup: setup-demo
+    @{{step}} test -r requirements-test.txt
 
 # Run the main job on its built-in default: every tool on a tiny model (outputs in ./msprobe_demo).
-demo: setup
-    {{venv}}/bin/msprobe demo -o msprobe_demo
+demo: setup-demo
+    {{msprobe}} demo -o msprobe_demo
 
 # Start the docker daemon and build the MSAdapter rootfs the tests use.
 services:
@@ -40,10 +48,74 @@ bench: setup
     {{python}} bench/config_check_compare.py
     {{python}} bench/ckpt_compare.py
 
-# Build the container image of every tool (docker daemon from `just services`).
-images: setup
+# Build the wheel of every package into dist/ (installable with `pip install --find-links dist msprobe-<tool>`).
+wheels:
+    @mkdir -p {{dist}} && rm -f {{dist}}/msprobe_*.whl
+    @echo "wheels: {{packages}} -> {{dist}}/"
+    @{{python}} -m pip wheel -q --disable-pip-version-check --no-deps -w {{dist}} {{packages}} \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    @ls {{dist}}/msprobe_*.whl
+
+# Set the suite's version (the file VERSION) in every pyproject.toml, with the packages' pins on each other.
+version new:
+    python3 .ci/suite.py set-version "$1"
+
+# Build the base images, then msprobe/<tool>:<version> and :latest of every tool from dist/ (docker daemon).
+images: setup wheels
     bash .ci/dockerd.sh start
     bash dockerfiles/build_images.sh
+    {{msprobe}} image build --dist {{dist}}
+
+# Pack the environment and launch options of two launch scripts (or yaml files) and compare them.
+env-diff a b out="env_diff":
+    mkdir -p "$3"
+    {{just_executable()}} _ms config_check "$3" config_check -d "$1" -o "$3/a.zip"
+    {{just_executable()}} _ms config_check "$3" config_check -d "$2" -o "$3/b.zip"
+    {{just_executable()}} _ms config_check "$3" config_check -c "$3/a.zip" "$3/b.zip" -o "$3/result"
+
+# Compare two Megatron-LM / MindSpeed checkpoints of any layouts; the result as JSON in OUT.
+ckpt-diff a b out="ckpt_diff.json":
+    mkdir -p "$(dirname "$3")"
+    {{just_executable()}} _ms ckpt_compare "$(dirname "$3")" config_check --compare "$1" "$2" -o "$3"
+
+# From a dump to a verdict: first overflowing API (overflow_check) -> op_generate's script for it -> run it.
+first-overflow dump out="first_overflow":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dump="$1" out="$2"
+    mkdir -p "$out"
+    {{just_executable()}} _ms overflow "$out" overflow_check -i "$dump" -o "$out/overflow" --json > "$out/overflow.json"
+    origin=$({{python}} -c 'import json, sys
+    found = [s["origin"] for s in json.load(open(sys.argv[1])) if s["origin"]]
+    print(f"{found[0]['op_name']} (rank {found[0]['rank']})" if found else "")' "$out/overflow.json")
+    if [ -z "$origin" ]; then echo "first-overflow: no inf/nan in $dump"; exit 0; fi
+    echo "first-overflow: first overflowing API: $origin"
+    {{just_executable()}} _ms op_generate "$out" op_generate --from-overflow "$dump" -o "$out/op"
+    status=0
+    for script in $(find "$out/op" -name '*.py' | sort); do
+        echo "first-overflow: running $script"
+        {{just_executable()}} _ms op_generate "$out" --exec python "$script" || status=$?
+    done
+    echo "first-overflow: verdict: $origin $([ $status -eq 0 ] && echo reproduced by a script that passed || echo "reproduced; the script exited $status")"
+    exit $status
+
+# `just _ms TOOL OUT ARGS...`: msprobe ARGS on this machine, or with IMAGE=1 in msprobe/TOOL (writable OUT).
+[private]
+_ms tool out *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tool="$1" out="$2"; shift 2
+    exec_cmd=0
+    if [ "${1:-}" = --exec ]; then exec_cmd=1; shift; fi
+    if [ "${IMAGE:-0}" = 1 ]; then
+        if [ $exec_cmd = 1 ]; then exec {{msprobe}} run "$tool" -O "$out" --exec -- "$@"; fi
+        exec {{msprobe}} run "$tool" -O "$out" -- "$@"
+    fi
+    if [ $exec_cmd = 1 ]; then
+        if [ "$1" = python ]; then shift; exec {{python}} "$@"; fi
+        exec "$@"
+    fi
+    exec {{msprobe}} "$@"
 
 # Stop the docker daemon started by `just services`.
 stop-services:

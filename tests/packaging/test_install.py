@@ -1,4 +1,4 @@
-"""Per-tool installs: `pip install ./shared` alone works; each tool's install pulls in shared."""
+"""Installs from a checkout: `./shared` alone, the light tools without frameworks, every tool in one venv."""
 from __future__ import annotations
 
 import json
@@ -6,11 +6,13 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Dict, List
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ["dump", "overflow", "config_check", "ckpt_compare"]
+SUITE_PACKAGES_WITH_EXTRAS = subprocess.run([sys.executable, str(REPO / ".ci/suite.py"), "packages", "--extras"],
+                                            capture_output=True, text=True, check=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +52,39 @@ def test_shared_alone_gives_help_and_inspect(shared_only, peer_fixtures):
         assert "total:" in result.stdout
 
 
-@pytest.mark.parametrize("tool", TOOLS)
-def test_each_tool_install_pulls_in_shared(tool, tmp_path):
-    if not (REPO / "tools" / tool / "pyproject.toml").exists():
-        pytest.fail(f"tools/{tool} has no pyproject.toml")
+def _resolve(tmp_path: Path, specs: List[str]) -> Dict[str, str]:
+    """What `pip install SPECS` would install into an empty environment: name -> version (pip's own resolver)."""
     report = tmp_path / "report.json"
     result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q",
-                             "--disable-pip-version-check", "--report", str(report), str(REPO / "tools" / tool)],
-                            capture_output=True, text=True, timeout=900)
+                             "--disable-pip-version-check", "--report", str(report), *specs],
+                            capture_output=True, text=True, timeout=900, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
-    names = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
-    assert {"msprobe-shared", f"msprobe-{tool.replace('_', '-')}"} <= names
+    return {item["metadata"]["name"].lower(): item["metadata"]["version"]
+            for item in json.loads(report.read_text())["install"]}
+
+
+def test_light_tools_install_without_frameworks_or_pandas(tmp_path):
+    names = _resolve(tmp_path, ["./shared", "./tools/config_check", "./tools/ckpt_compare", "./tools/dump",
+                                "./tools/overflow"])
+    assert {"msprobe-shared", "msprobe-config-check", "msprobe-ckpt-compare", "msprobe-overflow"} <= set(names)
+    assert not set(names) & {"torch", "mindspore", "pandas"}, sorted(names)
+
+
+def test_every_tool_with_every_extra_resolves_in_one_venv_with_numpy_1(tmp_path):
+    """MindSpore 2.x breaks with numpy 2: the dump's mindspore extra must keep numpy<2 beside every other tool."""
+    specs = SUITE_PACKAGES_WITH_EXTRAS.split()
+    names = _resolve(tmp_path, specs)
+    assert {"torch", "mindspore"} <= set(names)
+    assert {"msprobe-" + Path(s.split("[")[0]).name.replace("_", "-") for s in specs} <= set(names)
+    assert int(names["numpy"].split(".")[0]) < 2, names["numpy"]
+
+
+def test_the_dev_venv_holds_every_tool_and_mindspore_computes():
+    """The venv `just setup-demo` made (every tool, every extra, one venv) works: MindSpore arithmetic on numpy 1."""
+    code = ("import numpy, mindspore, torch, msprobe.dump, msprobe.overflow, msprobe.ckpt_compare, "
+            "msprobe.core.config_check; t = mindspore.Tensor(numpy.ones((2, 3), numpy.float32)); "
+            "print(numpy.__version__, float((t * 2 + 1).sum().asnumpy()))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    version, total = result.stdout.split()[-2:]
+    assert version.startswith("1.") and float(total) == 18.0

@@ -1,0 +1,89 @@
+"""``msprobe run TOOL -- ARGS``: one tool's image on the user's files, through the docker SDK.
+
+Every argument that names an existing path is bind-mounted read-only at its absolute path; the output
+directory (default: the current one) is mounted writable and is the working directory. The container runs
+as the caller's uid:gid with no network, its output is streamed, and its exit code is returned.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import docker
+from docker.errors import DockerException
+
+from msprobe.schema import MsprobeError
+
+from .client import first_line, require_image
+from .names import ImageSpec
+
+MAX_MOUNTS = 64
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _path_of(arg: str) -> Tuple[str, str]:
+    """(prefix, candidate path): ``--out=x`` -> ("--out=", "x"); an option or empty value -> (arg, "")."""
+    if arg.startswith("-"):
+        head, sep, value = arg.partition("=")
+        return (head + sep, value) if sep else (arg, "")
+    return "", arg
+
+
+def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[str, str]]]:
+    """The arguments with paths made absolute, and the volumes: inputs read-only, ``output`` writable."""
+    volumes = {str(output): {"bind": str(output), "mode": "rw"}}
+    new_args: List[str] = []
+    for arg in args:
+        prefix, value = _path_of(arg)
+        if not value:
+            new_args.append(arg)
+            continue
+        path = Path(value).expanduser().absolute()
+        if path.exists():
+            path = path.resolve()
+            if path == Path(path.anchor):
+                raise MsprobeError(f"msprobe run: refusing to mount the root directory ({value})")
+            if not _inside(path, output) and not any(_inside(path, Path(m)) for m in volumes):
+                volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+        elif not _inside(path, output) and ("/" in value or os.sep in value):
+            raise MsprobeError(f"msprobe run: {value}: no such file or directory (outputs go under {output})")
+        else:
+            new_args.append(arg)
+            continue
+        new_args.append(prefix + str(path))
+    if len(volumes) > MAX_MOUNTS:
+        raise MsprobeError(f"msprobe run: {len(volumes)} paths to mount, at most {MAX_MOUNTS}")
+    return new_args, volumes
+
+
+def run(client: "docker.DockerClient", spec: ImageSpec, args: Sequence[str], output: Path,
+        as_command: bool = False) -> int:
+    """Run ``msprobe ARGS`` (``ARGS`` itself with ``as_command``) in the tool's image; returns its exit code."""
+    image = f"{spec.image}:latest"
+    require_image(client, image, f"build it with `msprobe image build {spec.tool}`")
+    output = output.expanduser().absolute()
+    output.mkdir(parents=True, exist_ok=True)
+    output = output.resolve()
+    command, volumes = plan(args, output)
+    entry = {"entrypoint": command[:1], "command": command[1:]} if as_command else {"command": command}
+    try:
+        container = client.containers.create(image, **entry, user=f"{os.getuid()}:{os.getgid()}",
+                                             network_mode="none", volumes=volumes, working_dir=str(output),
+                                             environment={"HOME": "/tmp"})
+    except DockerException as exc:
+        raise MsprobeError(f"msprobe run: cannot create a container of {image}: {first_line(exc)}") from exc
+    try:
+        container.start()
+        for out, err in container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True):
+            for stream, chunk in ((sys.stdout, out), (sys.stderr, err)):
+                if chunk:
+                    stream.buffer.write(chunk)
+                    stream.flush()
+        return int(container.wait().get("StatusCode", 1))
+    finally:
+        container.remove(force=True)
