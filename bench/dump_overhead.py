@@ -1,7 +1,7 @@
 """Dump overhead on the built-in transformer: median step-time ratio against no dump.
 
     python bench/dump_overhead.py [--steps 20] [--model tiny|large] [--device cpu|cuda]
-                                  [--upstream-python /tmp/msprobe-upstream/bin/python]
+                                  [--upstream-python /tmp/msprobe-upstream/bin/python] [--msadapter]
 
 Models: ``tiny`` embedding + 2 blocks (d=64, 4 heads, MLP 256), batch 8x32 (per-call costs dominate);
 ``large`` 4 blocks of d=512, 8 heads, MLP 2048, batch 4x128 (~0.5-1 s a step on one CPU thread: reading each
@@ -240,6 +240,9 @@ def main() -> int:
     parser.add_argument("--modes", help="comma-separated modes to run (default: all)")
     parser.add_argument("--upstream-python", help="python of a venv with mindstudio-probe (e.g. 26.2.0) and torch")
     parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)
+    from dump_overhead_mindspore import add_msadapter_options  # (beside this file, first on the path)
+
+    add_msadapter_options(parser)
     args = parser.parse_args()
     if args.worker:
         work = Path(tempfile.mkdtemp(prefix="msprobe-bench-"))
@@ -270,7 +273,7 @@ def main() -> int:
     # MindSpore native and MSAdapter rows, same run: bench/dump_overhead_mindspore.py
     sys.path[:0] = [str(Path(__file__).resolve().parent)] + SOURCES
     from dump_overhead_mindspore import main_rows
-    main_rows(args.steps)
+    main_rows(args.steps, args.msadapter)
     return 0
 
 

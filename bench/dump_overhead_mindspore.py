@@ -1,10 +1,12 @@
 """Dump overhead for MindSpore (PyNative CPU, host venv) and MSAdapter (Python 3.9 rootfs): median step-time
 ratio against no dump, both measured in the same process, interleaved step by step.
 
-    python bench/dump_overhead_mindspore.py [--steps 10] [--no-msadapter]
+    python bench/dump_overhead_mindspore.py [--steps 10] [--msadapter | --no-msadapter]
 
 bench/dump_overhead.py prints these rows too (after the PyTorch table) when mindspore is installed.
-The MSAdapter rows run this same file inside the rootfs of tests/support/msadapter_env.py.
+The MSAdapter rows run this same file inside the rootfs of tests/support/msadapter_env.py, when that rootfs
+is built (`just services`); otherwise one line says they were skipped, and `--msadapter` builds it first
+(about 3 GB from the network).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = [  # (label, task, level, summary_mode, dumped)
@@ -120,8 +123,8 @@ def run_modes(flavour: str, steps: int) -> dict:
     return results
 
 
-def run_msadapter(steps: int):
-    """The MSAdapter rows from the Python 3.9 rootfs; (None, why) when it cannot run here."""
+def run_msadapter(steps: int, build: bool = False):
+    """The MSAdapter rows from the Python 3.9 rootfs; (None, why) when it cannot or need not run here."""
     sys.path.insert(0, str(REPO))
     try:
         from tests.support import msadapter_env as mae
@@ -130,6 +133,8 @@ def run_msadapter(steps: int):
     reason = mae.unavailable_reason()
     if reason:
         return None, reason
+    if not build and not mae.is_built():
+        return None, f"no MSAdapter rootfs at {mae.rootfs_path()}: --msadapter builds it, about 3 GB from the network"
     done = mae.run_py39([str(Path(__file__).resolve()), "--worker", "msadapter", "--steps", str(steps)],
                         cwd=REPO, env={"PYTHONPATH": mae.repo_pythonpath(["shared", "tools/dump"])}, timeout=1800)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -148,23 +153,24 @@ def report(title: str, rows, why=None) -> None:
         print(f"{label:20s} {row['ratio']:6.2f}x {row['entries_per_step']:13.0f}")
 
 
-def main_rows(steps: int, msadapter: bool = True) -> None:
-    """Print the MindSpore and MSAdapter tables (called by bench/dump_overhead.py too)."""
+def main_rows(steps: int, msadapter: Optional[bool] = None) -> None:
+    """Print the MindSpore and MSAdapter tables (called by bench/dump_overhead.py too). ``msadapter``: None
+    measures MSAdapter when its rootfs is built, True builds it first when absent, False skips it."""
     try:
         import mindspore
     except ImportError:
         print("MindSpore: not measured (mindspore is not installed)")
     else:
         report(f"MindSpore {mindspore.__version__} PyNative CPU, 2-block MLP", run_modes("mindspore", steps))
-    if msadapter:
-        rows, why = run_msadapter(steps)
+    if msadapter is not False:
+        rows, why = run_msadapter(steps, build=bool(msadapter))
         report("MSAdapter 0.1.0 on MindSpore 2.0.0 (Python 3.9 rootfs), same MLP", rows, why)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--no-msadapter", action="store_true")
+    parser.add_argument("--steps", type=int, default=10, help="measured steps per mode (more: less noise)")
+    add_msadapter_options(parser)
     parser.add_argument("--worker", choices=["mindspore", "msadapter"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     from dump_overhead import SOURCES  # (beside this file: its directory is first on the path)
@@ -173,8 +179,17 @@ def main() -> int:
     if args.worker:
         print(json.dumps(run_modes(args.worker, args.steps)))
         return 0
-    main_rows(args.steps, not args.no_msadapter)
+    main_rows(args.steps, args.msadapter)
     return 0
+
+
+def add_msadapter_options(parser: argparse.ArgumentParser) -> None:
+    """--msadapter / --no-msadapter (default: the MSAdapter rows only when the rootfs is already built)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--msadapter", action="store_true", default=None,
+                       help="measure MSAdapter, building its Python 3.9 rootfs first if absent (about 3 GB)")
+    group.add_argument("--no-msadapter", dest="msadapter", action="store_false",
+                       help="skip the MSAdapter rows")
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ def _timed(fn, repeats: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--entries", type=int, default=10_000, help="API entries in the dump.json (default 10,000)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each; the median is printed")
     options = parser.parse_args()
     import torch  # noqa: F401  (the generator checks torch names; its import is not generation time)
 

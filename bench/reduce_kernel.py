@@ -30,8 +30,8 @@ def _best(run, rounds: int, calls: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--numel", type=int, default=65536)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--numel", type=int, default=65536, help="elements of the tensor reduced (default 65536)")
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds; the best of each side is kept")
     args = parser.parse_args()
     import torch
 

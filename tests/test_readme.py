@@ -1,8 +1,11 @@
 """Every command the top-level README shows is executed here (``./dev test`` is what CI runs)."""
 from __future__ import annotations
 
+import ast
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -49,7 +52,7 @@ def test_per_tool_install_commands(tmp_path):
     root = tmp_path / "venv"
     venv.create(root, with_pip=True)
     pip_lines = [c for c in readme_commands() if c.startswith("pip install ")]
-    assert len(pip_lines) == 5
+    assert len(pip_lines) == 7
     for line in pip_lines:
         args = [str(root / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         result = subprocess.run(args + line.split()[2:], cwd=REPO, capture_output=True, text=True, timeout=1200)
@@ -58,3 +61,57 @@ def test_per_tool_install_commands(tmp_path):
         assert helped.returncode == 0, line
     helped = subprocess.run([str(root / "bin/msprobe"), "--help"], capture_output=True, text=True).stdout
     assert "overflow_check" in helped and "not installed" not in helped.split("overflow_check")[1][:80]
+
+
+def fast_test_command() -> list:
+    """The pytest line of the `test-fast` recipe the README names (`./dev test-fast`), for this interpreter."""
+    assert "`test-fast`" in README.read_text()
+    recipe = (REPO / "justfile").read_text().split("\ntest-fast:", 1)[1]
+    line = next(line for line in recipe.splitlines() if "pytest" in line)
+    return [sys.executable if word == "{{python}}" else word for word in shlex.split(line)]
+
+
+def copy_of_the_tree(dest: Path) -> Path:
+    """What a clone of the tree as it stands holds (tracked files and new ones git does not ignore)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():  # (a deleted file still listed, or a submodule, is not copied)
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_without_shared_beside_it_passes(tmp_path):
+    """The README's fast test command in a copy of the tree placed where no ../shared exists, with this
+    venv (MSPROBE_VENV). To stay affordable it collects every test but runs only tests/shared's tests on
+    msprobe's files: those on its outputs make them live with the upstream package and pass, those on
+    its own test files skip with one line saying why (elsewhere these use the same fixtures)."""
+    clone = copy_of_the_tree(tmp_path / "clone")
+    assert not (tmp_path / "shared").exists()
+    env = {k: v for k, v in os.environ.items() if k != "MSPROBE_REQUIRE_PEER"}
+    env["MSPROBE_VENV"] = sys.prefix
+    command = fast_test_command() + ["-p", "no:cacheprovider"]
+    collected = subprocess.run(command + ["--collect-only"], cwd=clone, env=env, capture_output=True, text=True,
+                               timeout=900)
+    assert collected.returncode == 0 and " error" not in collected.stdout.splitlines()[-1], collected.stdout[-3000:]
+    ran = subprocess.run(command + ["tests/shared/test_peer_fixtures.py", "tests/shared/test_cli.py"], cwd=clone,
+                         env=env, capture_output=True, text=True, timeout=1800)
+    summary = ran.stdout.splitlines()[-1]
+    assert ran.returncode == 0 and "failed" not in summary and "error" not in summary, ran.stdout[-3000:]
+    skipped = [line for line in ran.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) >= 3 and all("is not beside this clone" in line for line in skipped), skipped
+    assert int(summary.split(" passed")[0].split()[-1]) >= 8, summary
+
+
+def test_every_bench_option_says_what_it_does():
+    """`python bench/X.py --help` explains each option (the README sends readers to bench/)."""
+    silent = []
+    for path in sorted((REPO / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                if not any(k.arg == "help" for k in node.keywords):
+                    silent.append(f"{path.name}:{node.lineno}")
+    assert not silent, silent

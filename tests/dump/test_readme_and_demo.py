@@ -83,6 +83,7 @@ def test_readme_command(tmp_path, command):
 
 
 @pytest.mark.slow
+@pytest.mark.msadapter  # bench/dump_overhead.py measures MSAdapter too where `just services` built its rootfs
 def test_readme_bench_commands():
     overhead, breakdown = [c for c in _commands() if c.startswith("python bench")]
     out = _run(_argv(overhead), REPO, timeout=1200)

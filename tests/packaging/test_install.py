@@ -26,7 +26,7 @@ def shared_only(tmp_path_factory) -> Path:
     return root
 
 
-def test_shared_alone_gives_help_and_inspect(shared_only, peer_fixtures):
+def test_shared_alone_gives_help_and_inspect(shared_only, upstream_dump):
     msprobe = str(shared_only / "bin/msprobe")
     helped = subprocess.run([msprobe, "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "inspect" in helped.stdout
@@ -34,16 +34,26 @@ def test_shared_alone_gives_help_and_inspect(shared_only, peer_fixtures):
                             capture_output=True, text=True)
     names = {item["name"].lower() for item in json.loads(listed.stdout)}
     assert "msprobe-shared" in names and not names & {"torch", "mindspore", "numpy"}
-    good = [peer_fixtures / "test/msprobe_test/visualization_ut/input_format_correct",
-            peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file/pytorch_data",
-            peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file/mindspore_data",
-            peer_fixtures / "test/msprobe_test/resources/layer_mapping/pytorch",
-            peer_fixtures / "test/msprobe_test/resources/layer_mapping/mindspore",
-            peer_fixtures / "test/msprobe_test/visualization_ut/builder/construct.json",
-            peer_fixtures / "test/msprobe_test/pytorch_ut/api_accuracy_checker/run_ut/dump.json",
-            peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_statistics.json",
-            peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_tensor.json"]
-    for path in good:
+    root = upstream_dump()  # made live by msprobe 26.2.0
+    _inspect_all(msprobe, [root, root / "step1" / "rank0" / "dump.json", root / "step0" / "rank0" / "construct.json"])
+
+
+def test_shared_alone_inspects_msprobe_test_files(shared_only, peer_fixtures):
+    """msprobe's own test files: MindSpore dumps and API-info files upstream cannot make on CPU."""
+    _inspect_all(str(shared_only / "bin/msprobe"), [
+        peer_fixtures / "test/msprobe_test/visualization_ut/input_format_correct",
+        peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file/pytorch_data",
+        peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file/mindspore_data",
+        peer_fixtures / "test/msprobe_test/resources/layer_mapping/pytorch",
+        peer_fixtures / "test/msprobe_test/resources/layer_mapping/mindspore",
+        peer_fixtures / "test/msprobe_test/visualization_ut/builder/construct.json",
+        peer_fixtures / "test/msprobe_test/pytorch_ut/api_accuracy_checker/run_ut/dump.json",
+        peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_statistics.json",
+        peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_tensor.json"])
+
+
+def _inspect_all(msprobe: str, paths: List[Path]) -> None:
+    for path in paths:
         result = subprocess.run([msprobe, "inspect", str(path)], capture_output=True, text=True)
         if path.name == "construct.json":  # a construct.json is not a dump: one clean line
             assert result.returncode == 2 and "field 'data'" in result.stderr, result.stderr

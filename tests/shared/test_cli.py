@@ -19,19 +19,19 @@ def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([MSPROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
-def test_help_version_and_framework_styles(peer_fixtures):
+def test_help_version_and_framework_styles(upstream_dump):
     helped = run("--help")
     assert helped.returncode == 0 and "inspect" in helped.stdout and "config_check" in helped.stdout
     assert run("--version").stdout.strip().startswith("msprobe ")
-    sample = str(peer_fixtures / "test/msprobe_test/visualization_ut/input_format_correct")
+    sample = str(upstream_dump())
     old_style, new_style = run("-f", "pytorch", "inspect", sample), run("inspect", sample)
     assert old_style.returncode == new_style.returncode == 0 and old_style.stdout == new_style.stdout
     bad = run("-f", "jax", "inspect", sample)
     assert bad.returncode == 2 and "framework" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_inspect_summarises_upstream_dump(peer_fixtures):
-    path = peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file/pytorch_data/dump.json"
+def test_inspect_summarises_upstream_dump(upstream_dump):
+    path = upstream_dump() / "step0" / "rank0" / "dump.json"
     result = run("inspect", str(path))
     assert result.returncode == 0, result.stderr
     assert "framework: pytorch" in result.stdout and "Distributed=" in result.stdout

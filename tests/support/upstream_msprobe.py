@@ -21,10 +21,16 @@ suite's namespace package, and the suite's editable ``.pth`` files are not proce
 to dump with ``from msprobe.pytorch import PrecisionDebugger`` (upstream's) into ``$MSPROBE_OUT``.
 Upstream's ``step<N>/rank|proc<pid>/`` tree is returned as ``out_dir``. Upstream prints CANN banners
 and exits 0 after errors: callers check the files it writes, not only its exit status.
+
+``make_tiny_dump(version, out_dir, steps=2)``: upstream's own mix-level statistics dump of the suite's tiny
+transformer as rank 0 of a one-process gloo group (so it holds ``Distributed.*`` entries), ``steps`` steps:
+``out_dir/step<N>/rank0/{dump,construct,stack}.json``. ``package_dir(version)``: the installed upstream
+package, for the data files it ships (``config.json``, ``core/compare/ms_to_pt_api.yaml``...).
 """
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -37,6 +43,9 @@ from filelock import FileLock
 from tests.support.msadapter_env import cache_dir
 
 SUPPORTED = ("26.2.0", "8.3.3")
+_REPO = Path(__file__).resolve().parents[2]
+TINY_DUMP_SCRIPT = _REPO / "tests" / "compare" / "scripts" / "dump_tiny.py"
+TINY_MODEL = _REPO / "tools" / "dump" / "src" / "msprobe" / "pytorch" / "tiny_model.py"
 # imported by upstream's dump and compare paths but not needed by the suite's venv
 _EXTRA_PACKAGES = {
     "26.2.0": ["tqdm", "einops", "pytz", "packaging", "wheel", "matplotlib", "tensorboard"],
@@ -128,6 +137,30 @@ def make_upstream_dump(version: str, script: Union[str, Path], out_dir: Union[st
         raise RuntimeError(f"upstream msprobe {version} script failed ({proc.returncode}):\n"
                            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return out_dir
+
+
+def make_tiny_dump(version: str, out_dir: Union[str, Path], steps: int = 2) -> Path:
+    """Upstream ``version``'s statistics dump of the tiny transformer (see the module docstring)."""
+    with socket.socket() as probe:  # a free port for the gloo rendezvous of this one process
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"DUMP_TASK": "statistics", "DUMP_LEVEL": "mix", "DUMP_STEPS": str(steps), "TINY_MODEL": str(TINY_MODEL),
+           "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+    out_dir = make_upstream_dump(version, TINY_DUMP_SCRIPT, out_dir, env=env)
+    missing = [n for s in range(steps) for n in ("dump.json", "construct.json", "stack.json")
+               if not (out_dir / f"step{s}" / "rank0" / n).is_file()]
+    if missing:
+        raise RuntimeError(f"upstream msprobe {version} wrote no {missing[0]} under {out_dir}")
+    return out_dir
+
+
+def package_dir(version: str) -> Path:
+    """The directory of upstream ``version``'s installed ``msprobe`` package."""
+    python = upstream_python(version)
+    found = subprocess.run([str(python), "-c", "import msprobe, os; print(os.path.dirname(msprobe.__file__))"],
+                           capture_output=True, text=True, check=True, env=_env(), cwd=str(python.parent))
+    return Path(found.stdout.strip())
 
 
 if __name__ == "__main__":  # build both ahead of a test run: python -m tests.support.upstream_msprobe

@@ -1,0 +1,145 @@
+"""``msprobe compare`` at scale: time and peak RSS, ours against msprobe 26.2.0, on the same dumps.
+
+    python bench/compare.py                 # 4 ranks x 20,000 entries, ours and msprobe 26.2.0
+    python bench/compare.py --full          # the issue's size: 64 ranks x 100,000 entries
+    python bench/compare.py --ranks 8 --entries 50000 --upstream-ranks 2 --workers 2
+
+Each side is a statistics dump ``step0/rank{N}/dump.json`` of ``--entries`` API entries (two inputs and
+one output each, as a linear layer has) written once per side and hard-linked into every rank directory
+(the content of a rank does not change the cost; rank 3 of the target has its own file, whose outputs
+drift from entry ``entries // 2`` on). Both tools run as separate processes, one after the other;
+the peak RSS is the largest sum over the process and its children, sampled every 20 ms. msprobe
+26.2.0 (from tests/support/upstream_msprobe.py) compares ``--upstream-ranks`` ranks of the same dumps
+(all of them by default); its time is also given per rank, to set against ours.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Tuple
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from msprobe.schema.jsonio import write_json_atomic  # noqa: E402
+
+APIS = ["Functional.linear", "Tensor.add", "Functional.gelu", "Torch.matmul", "Functional.layer_norm"]
+
+
+def _record(rng: random.Random, scale: float, drift: float) -> dict:
+    mean = rng.gauss(0, scale)
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [8, 1024],
+            "Max": (abs(mean) + 3 * scale) * (1 + drift), "Min": (mean - 3 * scale) * (1 + drift),
+            "Mean": mean * (1 + drift), "Norm": 90.5 * scale * (1 + drift), "requires_grad": True}
+
+
+def make_dump_json(entries: int, diverge_from: int) -> dict:
+    rng = random.Random(0)
+    calls = {api: 0 for api in APIS}
+    data = {}
+    for index in range(entries):
+        api = APIS[index % len(APIS)]
+        drift = 1e-3 if index >= diverge_from else 0.0
+        name = f"{api}.{calls[api]}.forward"
+        calls[api] += 1
+        data[name] = {"input_args": [_record(rng, 1.0, 0.0), _record(rng, 0.1, 0.0)], "input_kwargs": {},
+                      "output": [_record(rng, 1.0, drift)]}
+    return {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None, "data": data}
+
+
+def make_tree(root: Path, ranks: int, entries: int) -> Tuple[Path, Path]:
+    """``root/golden`` and ``root/target``: ``step0/rank{N}/dump.json``, one file per side hard-linked."""
+    sources = {"golden": make_dump_json(entries, entries), "target": make_dump_json(entries, entries)}
+    diverging = make_dump_json(entries, entries // 2)
+    for side, doc in sources.items():
+        master = root / f"{side}.json"
+        write_json_atomic(master, doc)
+        for rank in range(ranks):
+            rank_dir = root / side / "step0" / f"rank{rank}"
+            rank_dir.mkdir(parents=True)
+            if side == "target" and rank == 3:
+                write_json_atomic(rank_dir / "dump.json", diverging)
+            else:
+                os.link(master, rank_dir / "dump.json")
+    return root / "target", root / "golden"
+
+
+def measure(command: List[str], cwd: Path) -> Tuple[float, float, int]:
+    """(seconds, peak RSS in MiB, exit code) of one command."""
+    started = time.perf_counter()
+    process = psutil.Popen(command, cwd=str(cwd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while process.poll() is None:
+        try:
+            tree = [process] + process.children(recursive=True)
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    if process.returncode not in (0, 1):
+        sys.stderr.write(process.stderr.read().decode(errors="replace")[-3000:])
+    return elapsed, peak / 2**20, process.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", type=int, default=4, help="rank directories on each side (default 4)")
+    parser.add_argument("--entries", type=int, default=20_000,
+                        help="API entries per rank dump, three rows each (default 20,000)")
+    parser.add_argument("--full", action="store_true", help="64 ranks x 100,000 entries")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="our compare's -j, processes comparing ranks (default: the CPU count)")
+    parser.add_argument("--upstream-ranks", type=int, default=None, help="ranks msprobe compares (default all)")
+    parser.add_argument("--no-upstream", action="store_true", help="time ours only, not msprobe 26.2.0")
+    args = parser.parse_args()
+    if args.full:
+        args.ranks, args.entries = 64, 100_000
+    work = Path(tempfile.mkdtemp(prefix="compare-bench-"))
+    try:
+        run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
+    target, golden = make_tree(work, args.ranks, args.entries)
+    ours_cmd = [str(Path(sys.executable).with_name("msprobe")), "compare", "-tp", str(target), "-gp", str(golden),
+                "-o", str(work / "ours"), "--no-xlsx", "-j", str(args.workers)]
+    seconds, rss, code = measure(ours_cmd, work)
+    print(f"{args.ranks} ranks x {args.entries} entries ({args.entries * 3} rows per rank), {args.workers} workers")
+    print(f"ours:           {seconds:8.1f} s  {seconds / args.ranks:6.2f} s/rank  peak RSS {rss:7.0f} MiB  exit {code}")
+    if args.no_upstream:
+        return
+    from tests.support.upstream_msprobe import upstream_python
+
+    up_ranks = args.upstream_ranks or args.ranks
+    up_target, up_golden = target / "step0", golden / "step0"
+    if up_ranks < args.ranks:  # a tree of the first up_ranks ranks, hard links again
+        up_target, up_golden = work / "up_target", work / "up_golden"
+        for source, dest in ((target, up_target), (golden, up_golden)):
+            for rank in range(up_ranks):
+                (dest / f"rank{rank}").mkdir(parents=True)
+                os.link(source / "step0" / f"rank{rank}" / "dump.json", dest / f"rank{rank}" / "dump.json")
+    (work / "theirs").mkdir()
+    up_cmd = [str(upstream_python("26.2.0")), "-m", "msprobe.msprobe", "compare", "-tp", str(up_target),
+              "-gp", str(up_golden), "-o", str(work / "theirs")]
+    up_seconds, up_rss, up_code = measure(up_cmd, work)
+    per_rank = up_seconds / up_ranks
+    print(f"msprobe 26.2.0: {up_seconds:8.1f} s  {per_rank:6.2f} s/rank  peak RSS {up_rss:7.0f} MiB  exit {up_code}"
+          f"  ({up_ranks} ranks)")
+    print(f"ratio per rank (msprobe / ours): time {per_rank / (seconds / args.ranks):.1f}x, "
+          f"peak RSS {up_rss / rss:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""One rank of two dumps compared: the table rows and, per entry, whether inputs and outputs agree."""
+from __future__ import annotations
+
+import gc
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from msprobe.schema import RankDir, RankFiles, try_parse_entry
+from msprobe.schema.unchecked import explain, load_rank_unchecked
+from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE, PASS, RESULT, WARNING, header
+
+from .config import CompareConfig
+from .mapping import NameMapping
+from .match import pair_entries
+from .modes import choose_mode
+from .rows import INPUT, Row, entry_rows
+from .table import RowJudge, basic_cells, data_name_cell
+
+_RANK_OF_RESULT = {NOT_APPLICABLE: 0, PASS: 0, WARNING: 1, "Different": 2, ERROR: 2}
+
+
+@dataclass
+class EntryResult:
+    """One target entry and its golden partner."""
+
+    name: str
+    golden: Optional[str]
+    kind: str
+    """``api``, ``module``, ``parameters_grad`` or ``other``."""
+    direction: Optional[str]
+    input_error: float = 0.0
+    output_error: float = 0.0
+    inputs_ok: bool = True
+    outputs_ok: bool = True
+    result: str = PASS
+    notes: List[str] = field(default_factory=list)
+    first_row: int = 0
+    row_count: int = 0
+    worst_output: Optional[str] = None
+    """The output row with the largest scaled error."""
+
+
+@dataclass
+class RankComparison:
+    step: Optional[int]
+    rank: Optional[int]
+    label: str
+    target: RankDir
+    golden: RankDir
+    mode: str
+    mode_note: str
+    rows: List[List[Any]]
+    entries: List[EntryResult]
+    unmatched_golden: List[str]
+    files: Dict[str, RankFiles]
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        out = {PASS: 0, WARNING: 0, ERROR: 0, NOT_APPLICABLE: 0}
+        result_column = header(self.mode).index(RESULT)
+        for row in self.rows:
+            key = row[result_column] if row[result_column] in out else ERROR
+            out[key] += 1
+        return out
+
+    @property
+    def diverged(self) -> bool:
+        return any(not (e.inputs_ok and e.outputs_ok) for e in self.entries if e.golden is not None)
+
+
+def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
+    # millions of small objects, no cycles: the cyclic collector would walk the whole dump again and again
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _compare(target, golden, config, mapping)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # records are validated only on trouble
+        raise explain(exc, target, golden) from None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compare(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
+    t_files, g_files = load_rank_unchecked(target), load_rank_unchecked(golden)
+    mode, note = choose_mode(t_files.dump, g_files.dump, target, golden)
+    same = _family(t_files.dump.framework) == _family(g_files.dump.framework)
+    judge = RowJudge(mode, config.tolerance, target.tensor_dir, golden.tensor_dir, config.max_tensor_bytes, same)
+    pairs, unmatched = pair_entries(t_files.dump.data, g_files.dump.data, mapping)
+    rows: List[List[Any]] = []
+    entries = []
+    for t_name, g_name in pairs:
+        entries.append(_compare_entry(t_name, g_name, t_files, g_files, judge, config, rows))
+    return RankComparison(step=target.step, rank=target.rank, label=target.label, target=target, golden=golden,
+                          mode=mode, mode_note=note, rows=rows, entries=entries, unmatched_golden=unmatched,
+                          files={"target": t_files, "golden": g_files})
+
+
+def _family(framework: Optional[str]) -> str:
+    """MSAdapter/MindTorch tensors are MindSpore tensors: requires_grad means the same there."""
+    return "mindspore" if framework in ("mindspore", "mindtorch") else str(framework)
+
+
+def _kind(name: str):
+    parsed = try_parse_entry(name)
+    return (parsed.kind, parsed.direction) if parsed else ("other", None)
+
+
+def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankFiles, g_files: RankFiles,
+                   judge: RowJudge, config: CompareConfig, rows: List[List[Any]]) -> EntryResult:
+    kind, direction = _kind(t_name)
+    grad = kind == "parameters_grad"
+    result = EntryResult(t_name, g_name, kind, direction, first_row=len(rows))
+    t_rows = entry_rows(t_name, t_files.dump.data[t_name], grad)
+    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in
+                                        entry_rows(g_name, g_files.dump.data[g_name], grad)}
+    stack = _stack_text(t_files.stacks.get(t_name)) if config.stack else NOT_APPLICABLE
+    for index, row in enumerate(t_rows):
+        partner = g_rows.pop(row.name[len(t_name):], None) if g_name is not None else None
+        if partner is not None and bool(partner.record) != bool(row.record):
+            partner = None  # a None on one side (a gradient not computed): nothing to compare
+        middle, verdict, error, messages = judge.cells(row, partner)
+        cells = basic_cells(row, partner) + middle + [stack if index == 0 else NOT_APPLICABLE]
+        if judge.mode == "tensor":
+            cells.append(data_name_cell(row, partner))
+        rows.append(cells)
+        _account(result, row, partner, verdict, error, messages, judge.tolerance_of)
+    if g_rows:
+        result.notes.append("golden only: " + ", ".join(r.name for r in g_rows.values()))
+    result.row_count = len(rows) - result.first_row
+    return result
+
+
+def _account(result: EntryResult, row: Row, partner: Optional[Row], verdict: str, error: float,
+             messages: List[str], tolerance_of) -> None:
+    if _RANK_OF_RESULT.get(verdict, 2) > _RANK_OF_RESULT.get(result.result, 2):
+        result.result = verdict
+    if partner is None:
+        if result.golden is not None:
+            result.notes.append(f"target only: {row.name}")
+        return
+    is_input = row.kind == INPUT
+    bad = verdict != PASS
+    if is_input:
+        result.input_error = max(result.input_error, error)
+        if bad and row.is_tensor:
+            result.inputs_ok = False
+        elif bad:
+            result.notes.append(f"argument {row.name} differs: {messages[0] if messages else verdict}")
+    else:
+        if result.worst_output is None or error > result.output_error:
+            result.worst_output = row.name
+        result.output_error = max(result.output_error, error)
+        if bad:
+            result.outputs_ok = False
+
+
+def _stack_text(frames: Optional[List[str]]) -> str:
+    return NOT_APPLICABLE if not frames else str(list(frames))
+
