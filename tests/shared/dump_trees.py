@@ -11,7 +11,6 @@ from typing import Iterator, List, Tuple
 
 from hypothesis import strategies as st
 
-from msprobe.schema.journal import JOURNAL_MAGIC
 
 number = st.one_of(st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=True, allow_infinity=True))
 scalar = st.one_of(st.none(), st.booleans(), number, st.text(max_size=12))
@@ -56,8 +55,7 @@ def encode(value) -> bytes:
 file_bytes = st.one_of(dump_doc.map(encode), json_value.map(encode), st.binary(max_size=64),
                        st.just(b"[" * 100000), st.just(b"\xff\xfe"),
                        st.lists(st.one_of(json_value, st.just(["d", "Torch.exp.0.forward", {}])),
-                                max_size=4).map(lambda items: b"\n".join(encode(i) for i in items)),
-                       st.binary(max_size=64).map(lambda raw: JOURNAL_MAGIC + raw))
+                                max_size=4).map(lambda items: b"\n".join(encode(i) for i in items)))
 NAMES = ("step0", "step1", "step01", "step-1", "stepX", "rank", "rank0", "rank1", "rank-1", "proc7", "dump.json",
          "construct.json", "stack.json", "dump.journal", "dump_tensor_data", "notes")
 node = st.tuples(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4),

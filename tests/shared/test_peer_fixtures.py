@@ -1,6 +1,11 @@
-"""Every upstream dump/construct/stack/config file loads; the malformed ones give our one-line error."""
+"""Every upstream dump/construct/stack/config file loads; the malformed ones give our one-line error.
+
+PyTorch dumps and the shipped config.json come live from upstream msprobe 8.3.3 / 26.2.0
+(tests/support/upstream_msprobe.py); msprobe's own unit-test files and MindSpore dumps, which upstream
+cannot make on CPU, come from ../shared/peer-fixtures (skipped, with the reason, where it is absent)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,6 +14,7 @@ import pytest
 from msprobe.schema import (RankWriter, SchemaError, find_rank_dirs, load_config, load_construct, load_dump,
                             load_stack)
 from msprobe.schema.journal import JOURNAL_NAME, journal_recorded
+from tests.support.upstream_msprobe import SUPPORTED
 
 # Upstream's deliberately broken inputs (no `data`, entries that are not objects, a step inside a step).
 MALFORMED_DUMPS = {
@@ -50,16 +56,40 @@ def test_every_dump_json_loads_or_fails_cleanly(peer_fixtures):
     assert loaded >= 10
 
 
-def test_framework_detected(peer_fixtures):
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_upstream_dumps_load_with_their_construct_and_stacks(upstream_dump, version):
+    root = upstream_dump(version)
+    ranks = find_rank_dirs(root)
+    assert [(r.step, r.rank) for r in ranks] == [(0, 0), (1, 0)]
+    for rank in ranks:
+        dump = load_dump(rank.path / "dump.json")
+        assert dump.framework == "pytorch" and (dump.task, dump.level) == ("statistics", "mix")
+        assert len(dump.data) == len(json.loads((rank.path / "dump.json").read_text())["data"]) > 100
+        assert any(k.startswith("Distributed.all_reduce.") for k in dump.data)
+        construct = load_construct(rank.path / "construct.json")
+        assert construct["Functional.embedding.0.forward"] == "Module.embed.Embedding.forward.0"
+        parents = {parent for parent in construct.values() if parent}
+        assert {p for p in parents if p.startswith("Module.")} <= set(construct), parents - set(construct)
+        stacks = load_stack(rank.path / "stack.json")
+        assert all(isinstance(frames, list) and frames for frames in stacks.values())
+        forward = {k for k in dump.data if k.endswith(".forward") and not k.startswith("Module.")}
+        assert forward and forward <= set(stacks), sorted(forward - set(stacks))[:5]
+        loaded = rank.load()
+        assert set(loaded.dump.data) == set(dump.data) and loaded.construct == construct
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_shipped_config_loads(upstream_package, version):
+    shipped = load_config(upstream_package(version) / "config.json")
+    assert (shipped.task, shipped.level, shipped.task_config.summary_mode) == ("statistics", "L1", "statistics")
+    assert shipped.dump_path == "./dump_path"
+
+
+def test_mindspore_dumps_and_old_shapes_load(peer_fixtures):
     base = peer_fixtures / "test/msprobe_test/mindspore_ut/compare/dump_file"
-    pt, ms = load_dump(base / "pytorch_data/dump.json"), load_dump(base / "mindspore_data/dump.json")
-    assert (pt.framework, ms.framework) == ("pytorch", "mindspore")
-    assert len(pt.data) > 10 and any(k.startswith("Distributed.") for k in pt.data)
+    assert load_dump(base / "mindspore_data/dump.json").framework == "mindspore"
     tensor = load_dump(peer_fixtures / "test/msprobe_test/mindspore_ut/api_accuracy_checker/files/api_info_tensor.json")
     assert tensor.framework == "mindspore"
-
-
-def test_every_construct_and_stack_loads(peer_fixtures):
     constructs = _json_files(peer_fixtures, "construct*.json")
     stacks = _json_files(peer_fixtures, "stack.json")
     assert len(constructs) >= 8 and len(stacks) >= 6
@@ -69,11 +99,6 @@ def test_every_construct_and_stack_loads(peer_fixtures):
     assert all(isinstance(frames, list) for frames in old_shape.values()) and old_shape
     for path in stacks:
         load_stack(path)
-
-
-def test_every_debugger_config_loads(peer_fixtures):
-    shipped = load_config(peer_fixtures / "python/msprobe/config.json")
-    assert (shipped.task, shipped.level, shipped.task_config.summary_mode) == ("statistics", "L1", "statistics")
     legacy = load_config(peer_fixtures / "test/msprobe_test/resources/config.json")
     assert legacy.seed == 1234
     assert {"acl_config", "run_ut", "grad_probe", "free_benchmark"} <= set(legacy.unused)
@@ -90,7 +115,8 @@ def test_steps_that_recorded_nothing_are_passed_over(tmp_path):
     """A rank directory holding only a journal opened ahead that holds no record (or nothing at all) was
     never recorded; any other rank directory without dump.json is an error, as before."""
     recorded = tmp_path / "step0" / "rank"
-    RankWriter(recorded, {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None})
+    writer = RankWriter(recorded, {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None})
+    writer.entry("Torch.sin.0.forward", {"input_args": [], "output": []})
     (tmp_path / "step1" / "rank" / "dump_tensor_data").mkdir(parents=True)
     (tmp_path / "step1" / "rank" / JOURNAL_NAME).write_bytes(b'["h", {}]\n' + b"\0" * 4096)  # reserved space
     (tmp_path / "step2" / "rank").mkdir(parents=True)

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msprobe.schema import RankWriter, SchemaError, find_rank_dirs, load_dump, read_journal
-from msprobe.schema.journal import DUMP_NAME, JOURNAL_NAME, decimal_floats
+from msprobe.schema.journal import DUMP_NAME, JOURNAL_NAME
 
 stat = st.one_of(st.none(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True, width=32))
 record = st.fixed_dictionaries({
@@ -126,26 +125,7 @@ def test_corrupted_journal_gives_schema_error_only(tmp_path_factory, data, posit
         assert str(path) in str(exc) and "\n" not in str(exc)
 
 
-def test_journal_records_naming_code_are_refused(tmp_path):
-    """A journal never runs code: a record that names a function is refused, and the function not called."""
-    import os
-    import pickle
-
-    rank_dir = tmp_path / "rank"
-    writer = RankWriter(rank_dir, {"task": "statistics", "framework": "pytorch"})
-    writer.flush()
-    with open(rank_dir / JOURNAL_NAME, "ab") as handle:
-        handle.write(pickle.dumps(["d", "Torch.x.0.forward", {"output": os.getcwd}], protocol=4))
-        handle.write(pickle.dumps(["d", "Torch.y.0.forward", {"output": []}], protocol=4))
-    try:
-        read_journal(rank_dir / JOURNAL_NAME)
-    except SchemaError as exc:
-        assert "record 2" in str(exc) and "posix.getcwd" in str(exc) and "\n" not in str(exc)
-    else:
-        raise AssertionError("a record naming a function was read")
-
-
-def test_journal_of_json_lines_is_still_read(tmp_path):
+def test_journal_of_json_lines_is_read_and_a_cut_last_line_dropped(tmp_path):
     rank_dir = tmp_path / "rank"
     rank_dir.mkdir()
     lines = [["h", {"task": "statistics", "framework": "pytorch"}], ["d", "Torch.exp.0.forward", {"output": []}],
@@ -156,8 +136,7 @@ def test_journal_of_json_lines_is_still_read(tmp_path):
 
 
 def test_journal_ending_in_reserved_zeros_is_read(tmp_path):
-    """What a killed dump leaves of a journal it wrote through a memory mapping: its records, maybe a cut
-    last one, then the zeros reserved after them."""
+    """What a crash may leave of a journal: its records, maybe a cut last one, then zero bytes."""
     rank_dir = tmp_path / "rank"
     rank_dir.mkdir()
     lines = [["h", {"task": "statistics", "framework": "pytorch"}], ["d", "Torch.exp.0.forward", {"output": []}]]
@@ -168,34 +147,3 @@ def test_journal_ending_in_reserved_zeros_is_read(tmp_path):
         assert list(files.dump.data) == ["Torch.exp.0.forward"] and files.dump.recovered
 
 
-def _hex_spelled(items) -> bytes:
-    """``items`` as a JSON list with each finite float spelled as the dump's journal lines spell it."""
-    parts = [f"#{struct.pack('>d', item).hex()}" if isinstance(item, float) and math.isfinite(item)
-             else json.dumps(item, ensure_ascii=False) for item in items]
-    return ("[" + ", ".join(parts) + "]").encode("utf-8")
-
-
-# strings that look like hex floats, or hide a quote before one, must stay as they are
-tricky_text = st.sampled_from(['#3ff0000000000000', '"#3ff0000000000000', '\\', '\\"#4000000000000000', '#', ''])
-line_items = st.lists(st.one_of(st.floats(), st.floats(width=32), st.text(max_size=6), tricky_text,
-                                st.integers(), st.none()), max_size=12)
-
-
-@SETTINGS
-@given(items=line_items)
-def test_hex_floats_read_back_as_json_spells_them(items):
-    assert decimal_floats(_hex_spelled(items)) == json.dumps(items, ensure_ascii=False).encode("utf-8")
-
-
-def test_journal_with_hex_floats_reads_back_exact_values(tmp_path):
-    rank_dir = tmp_path / "rank"
-    rank_dir.mkdir()
-    values = [1.0, -0.0, 5e-324, 1e-300, 0.1, struct.unpack("f", struct.pack("f", 0.1))[0], -1e22]
-    records = b", ".join(b'{"type": "torch.Tensor", "Max": ' + _hex_spelled([v])[1:-1] + b"}" for v in values)
-    text = b'["h", {"task": "statistics", "framework": "pytorch"}]\n' \
-           b'["d", "Torch.exp.0.forward", {"output": [' + records + b"]}]\n"
-    (rank_dir / JOURNAL_NAME).write_bytes(text)
-    assert b'"Max": #3ff0000000000000}' in text
-    files = read_journal(rank_dir / JOURNAL_NAME)
-    read = [record["Max"] for record in files.dump.data["Torch.exp.0.forward"]["output"]]
-    assert [struct.pack(">d", v) for v in read] == [struct.pack(">d", v) for v in values]  # -0.0 too

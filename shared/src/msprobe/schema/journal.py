@@ -8,25 +8,15 @@ by several entries, written once). ``finalize()`` turns the journal into ``dump.
 and ``construct.json`` (written atomically) and, at the end of a step, removes it. Readers that find a
 journal read it instead of dump.json: it holds everything dump.json holds and more.
 
-The journal is ``JOURNAL_MAGIC`` followed by one pickle (protocol 4) per record (encoding a record
-this way costs a fifth of its JSON text with the json module), or one JSON line per record (what the
-dump engine writes: its own encoder makes the JSON of an entry once, for the journal and dump.json;
-it writes through a memory mapping of a file reserved ahead, so a journal it leaves when killed ends
-in zero bytes, which the reader drops). In a JSON line, a finite float may be spelled ``#`` and the 16
-hex digits of its IEEE 754 bits (``#3ff0000000000000`` is 1.0): exact, and cheap enough to write in a
-hook; :func:`decimal_floats` spells them as the json module does.
-Records hold plain values only (dicts, lists, strings, numbers, booleans, None); the reader refuses
-any pickle that names a class or a function, so reading a journal never runs code.
+The journal is one JSON line per record, which any JSON reader reads (the json module's spelling, with
+its ``Infinity``/``NaN`` tokens); a last line cut by a kill is dropped, and so are zero bytes after the
+last record (a file system may leave them after a crash).
 """
 from __future__ import annotations
 
 import io
 import json
-import math
 import os
-import pickle
-import re
-import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +30,6 @@ from .jsonio import compact_dumps, path_kind, read_file, write_json_atomic
 JOURNAL_NAME = "dump.journal"
 """A step's journal. The dump opens the next step's on a background thread before that step records
 anything; one that holds no record (:func:`journal_recorded`: its step never came) is passed over."""
-JOURNAL_MAGIC = b"msprobe journal 2\n"
 DUMP_NAME, STACK_NAME, CONSTRUCT_NAME = "dump.json", "stack.json", "construct.json"
 
 
@@ -56,10 +45,6 @@ class RankFiles:
 class RankWriter:
     """Appends entries of one rank directory to its journal; thread-safe."""
 
-    pickled = True
-    """Records as pickles after ``JOURNAL_MAGIC``; False: as JSON lines (:func:`json_record`), what a
-    writer that encodes its entries as JSON anyway (the dump engine's) uses."""
-
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True,
                  make_dir: bool = True) -> None:
         """``make_dir=False``: ``rank_dir`` is known to exist (no system calls to make sure)."""
@@ -71,9 +56,6 @@ class RankWriter:
         self._autoflush = autoflush
         # (a buffer size given: open() then asks no terminal question, a system call less)
         self._handle = open(self.journal_path, "ab", buffering=io.DEFAULT_BUFFER_SIZE)
-        if self._handle.tell() == 0 and self.pickled:
-            self._handle.write(JOURNAL_MAGIC)
-            self._handle.flush()  # before any record, however a subclass writes its records
         self._write(["h", header])
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
@@ -91,7 +73,7 @@ class RankWriter:
         self._write(["s", entries, frames])
 
     def _write(self, item: list) -> None:
-        record = journal_record(item) if self.pickled else json_record(item)
+        record = json_record(item)
         with self._lock:
             self._handle.write(record)
             if self._autoflush:
@@ -122,85 +104,19 @@ class RankWriter:
         return self._handle.closed
 
 
-def journal_record(item: list) -> bytes:
-    """One journal record: ``item`` (plain values only) pickled with protocol 4."""
-    return pickle.dumps(item, protocol=4)
-
-
 def json_record(item: list) -> bytes:
-    """One journal record as a JSON line (the format's other spelling; no magic line before it)."""
+    """One journal record as a JSON line."""
     return (compact_dumps(item) + "\n").encode("utf-8")
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"a journal record names {module}.{name}; records hold plain values only")
-
-
-def _pickled_records(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
-    stream = io.BytesIO(raw)
-    stream.seek(len(JOURNAL_MAGIC))
-    number = 0
-    while stream.tell() < len(raw):
-        number += 1
-        start = stream.tell()
-        try:
-            item = _PlainUnpickler(stream).load()  # a new unpickler per record: each record has its own memo
-        except EOFError:
-            return  # the write the kill interrupted
-        except Exception as exc:
-            if "truncated" in str(exc):
-                return
-            raise SchemaError(path, f"record {number}", f"expected a journal record ({exc})") from None
-        if _nodes_beyond(item, 4 * (stream.tell() - start) + 64):
-            raise SchemaError(path, f"record {number}", "expected a journal record, got one whose shared "
-                              "references expand it far beyond its size")
-        yield f"record {number}", item
-
-
-def _nodes_beyond(item: Any, limit: int) -> bool:
-    """Whether walking ``item`` visits more than ``limit`` values. A pickle can refer to one list many
-    times (a few bytes each), so a small record could otherwise stand for an exponentially large tree."""
-    pending, seen = [item], 0
-    while pending:
-        value = pending.pop()
-        seen += 1
-        if seen > limit:
-            return True
-        if isinstance(value, dict):
-            pending.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            pending.extend(value)
-    return False
-
-
-_STRING_OR_HEX_FLOAT = re.compile(rb'"(?:[^"\\]|\\.)*"|#([0-9a-f]{16})')
-
-
-def _decimal(match: "re.Match[bytes]") -> bytes:
-    bits = match.group(1)
-    if bits is None:  # a string: its text stays as it is
-        return match.group(0)
-    value = struct.unpack(">d", bytes.fromhex(bits.decode("ascii")))[0]
-    return json.dumps(value).encode("ascii") if math.isfinite(value) else match.group(0)  # never written
-
-
-def decimal_floats(text: bytes) -> bytes:
-    """JSON journal text with its hex floats (``#`` and 16 hex digits, outside strings) spelled as
-    ``json.dumps`` spells them; text without them as it is."""
-    return _STRING_OR_HEX_FLOAT.sub(_decimal, text) if b"#" in text else text
-
-
 def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
-    # a journal written through a memory mapping and left by a killed process ends in the zeros reserved
-    # after its last record
     lines = raw.rstrip(b"\0").split(b"\n")
     last = len(lines) - 1
     for number, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            item = json.loads(decimal_floats(line))
+            item = json.loads(line)
         except (ValueError, RecursionError):
             if number == last:
                 return  # the write the kill interrupted
@@ -212,7 +128,7 @@ def read_journal(path: PathLike) -> RankFiles:
     """Rebuild a rank directory's contents from its journal; a last record cut by a kill is dropped."""
     path = Path(path)
     raw = read_file(path)
-    records = _pickled_records(raw, path) if raw.startswith(JOURNAL_MAGIC) else _json_lines(raw, path)
+    records = _json_lines(raw, path)
     header: Dict[str, Any] = {}
     data: Dict[str, Any] = {}
     construct: Dict[str, Any] = {}
@@ -248,8 +164,8 @@ def journal_recorded(path: PathLike) -> bool:
         with open(path, "rb") as handle:
             head = handle.read(1 << 16)
             end = head.find(b"\n")
-            if head.startswith(JOURNAL_MAGIC) or end < 0:  # pickled (never opened ahead), or not a journal
-                return bool(head)  # of JSON lines: read_journal says what it is
+            if end < 0:  # not a journal: read_journal says what it is
+                return bool(head)
             after = head[end + 1:end + 2] or handle.read(1)
     except (OSError, SchemaError):
         return False
