@@ -289,3 +289,17 @@ def test_inputs_changed_in_place_keep_their_values_before_the_call(tmp_path):
     assert data["Tensor.__mul__.0.forward"]["input_args"][0]["Max"] == 5
     assert data["Cell.inner.InPlace.forward.0"]["input_args"][0]["Max"] == 1
     assert data["Cell.inner.InPlace.forward.0"]["output"][0]["Max"] == 10
+
+
+def test_files_are_on_disk_when_step_returns(tmp_path):
+    """``async_dump: false`` (the default): dump.json and its two companions exist when ``step()`` returns."""
+    net = Net()
+    debugger = PrecisionDebugger(dump_path=str(tmp_path / "dump"), level="mix", task="statistics")
+    grad_fn = ms.value_and_grad(net, grad_position=0, weights=net.trainable_params())
+    debugger.start(model=net)
+    grad_fn(_data())
+    debugger.stop()
+    debugger.step()
+    rank = tmp_path / "dump" / "step0" / "rank"
+    assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "stack.json"]
+    assert json.loads((rank / "dump.json").read_text())["data"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..schema.errors import MsprobeError
 from ..schema.summary import RankSummary, summarize_rank
 from ..schema.tree import scan_dump_tree
 from .progress import QUIET_HELP, track, warn
@@ -29,6 +30,7 @@ def inspect(
     summaries = [summarize_rank(rank) for rank in track(tree.ranks, "inspect", quiet)]
     if as_json:
         typer.echo(json.dumps([asdict(s) for s in summaries], indent=1))
+        _check_files(summaries)
         return
     steps = list(dict.fromkeys(s.step_dir[len("step"):] for s in summaries if s.step_dir is not None))
     ranks = sorted({s.rank for s in summaries})
@@ -40,6 +42,15 @@ def inspect(
     bad = sum(len(s.non_finite) for s in summaries)
     typer.echo(f"total: {len(summaries)} rank dump(s), {sum(s.entries for s in summaries)} entries, "
                f"{sum(s.tensors for s in summaries)} tensors, {bad} with inf/nan")
+    _check_files(summaries)
+
+
+def _check_files(summaries) -> None:
+    """Tensor files a dump.json names but that are missing or unreadable fail the inspection."""
+    bad_files = [f"{s.path}/{item}" for s in summaries for item in s.bad_files]
+    if bad_files:
+        raise MsprobeError(f"{len(bad_files)} tensor file(s) named in dump.json missing or unreadable, "
+                           f"first {bad_files[0]}")
 
 
 def _print_rank(s: RankSummary, show: int) -> None:
@@ -49,6 +60,10 @@ def _print_rank(s: RankSummary, show: int) -> None:
                f"forward={s.forward} backward={s.backward} parameters_grad={s.parameters_grad} "
                f"tensors={s.tensors} files={s.tensor_files} construct={s.construct_nodes} stacks={s.stacks}{note}")
     typer.echo("  prefixes: " + (", ".join(f"{k}={v}" for k, v in s.prefixes.items()) or "-"))
+    if s.bad_files:
+        typer.echo(f"  tensor files missing or unreadable: {len(s.bad_files)}")
+        for item in s.bad_files[:show]:
+            typer.echo(f"    {item}")
     if s.non_finite:
         typer.echo(f"  inf/nan in {len(s.non_finite)} tensor(s):")
         for item in s.non_finite[:show]:

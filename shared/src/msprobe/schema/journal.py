@@ -110,16 +110,14 @@ def json_record(item: list) -> bytes:
 
 
 def _json_lines(raw: bytes, path: Path) -> Iterator[Tuple[str, Any]]:
-    lines = raw.rstrip(b"\0").split(b"\n")
-    last = len(lines) - 1
+    # what follows the last newline is empty, or a record a kill cut: a record is complete with its newline
+    lines = raw.rstrip(b"\0").split(b"\n")[:-1]
     for number, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except (ValueError, RecursionError):
-            if number == last:
-                return  # the write the kill interrupted
             raise SchemaError(path, f"line {number + 1}", "expected a JSON journal record") from None
         yield f"line {number + 1}", item
 

@@ -114,19 +114,33 @@ def write_json_new(path: PathLike, value: Any, indent: int = 1, attempts: int = 
 
 def temporary_path(path: PathLike) -> Path:
     """Where :func:`write_bytes_atomic` writes ``path`` before renaming it over ``path``."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+    return Path(_temporary_name(os.fspath(path)))
 
 
-def write_bytes_atomic(path: PathLike, data: bytes, durable: bool = True) -> None:
-    """Write a whole file so a reader never sees half of it: temp file, fsync, rename. ``durable=False``
-    skips the fsync: the file is still whole or absent after a killed process, only not after a power
-    loss (the dump's step files, written on the training's path, as msprobe writes them)."""
-    path = Path(path)
-    tmp = temporary_path(path)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(tmp, path)
+def _temporary_name(path: str) -> str:
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail}.tmp{os.getpid()}")
+
+
+def write_bytes_atomic(path: PathLike, data: Any, durable: bool = True) -> None:
+    """Write a whole file (``data``: bytes or a buffer) so a reader never sees half of it: temp file, fsync,
+    rename; the temp file is removed when writing fails (a full disk). ``durable=False`` skips the fsync: the
+    file is still whole or absent after a killed process, only not after a power loss (the dump's step and
+    tensor files, written on the training's path, as msprobe writes them). Plain strings and an unbuffered
+    file: the dump writes hundreds of tensor files a step through here."""
+    path = os.fspath(path)
+    tmp = _temporary_name(path)
+    try:
+        with open(tmp, "wb", buffering=0) as handle:
+            view = memoryview(data).cast("B")
+            while view:
+                view = view[handle.write(view):]
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

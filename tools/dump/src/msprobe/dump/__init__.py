@@ -20,7 +20,13 @@ The adapter (``msprobe/dump/adapter.py``) provides, per tensor:
 ``stats_to_host(handles) -> [{"Max","Min","Mean","Norm"[,"md5"]}]`` (one transfer per batch),
 ``snapshot(t)`` (copy safe from in-place changes) and ``save_tensor(snapshot, path)`` (background thread),
 ``describe_value(v)`` for framework scalars (dtype, device...), ``rank()``,
-``install(engine, models)`` / ``uninstall_forward()`` for its hooks.
+``install(engine, models)`` / ``uninstall_forward()`` for its hooks. Optional: ``summary_modes`` with
+``tensor_xor(t) -> handle`` (``summary_mode: xor``), ``unsaved_note(t)`` (why a tensor gets no file: meta,
+sparse), ``snapshot_nbytes(snapshot)`` (bounds the writer's backlog).
+
+Failures: an error of the dump itself in any hook goes to ``engine.fail(exc, where)`` (the engine's own
+methods do this): dumping stops for the run, one line on stderr, the training is untouched. Hooks let
+errors of the user's code pass unchanged.
 
 The adapter's hooks report to the engine (all names are built by the engine with msprobe.schema.names):
 

@@ -19,6 +19,8 @@ class Adapter:
     """Suffix of tensor files: ``.pt`` (PyTorch) or ``.npy`` (MindSpore, MSAdapter)."""
     module_prefix = "Module"
     """``Module`` (PyTorch, MSAdapter) or ``Cell`` (MindSpore native)."""
+    summary_modes: Tuple[str, ...] = ("statistics", "md5")
+    """The ``summary_mode`` values this adapter computes (``xor``: ``tensor_xor``)."""
     stats_batch = 64
     """Entries with device statistics to hold before one ``stats_to_host`` call (one device→host copy per
     batch); entries whose statistics are host values (``ready_stats``) are written at once."""
@@ -32,6 +34,12 @@ class Adapter:
 
     def tensor_stats(self, tensor: Any, precision: str, md5: bool) -> Any:
         """Start the reduction of one tensor on its own device; returns an opaque handle (no host sync)."""
+        raise NotImplementedError
+
+    def tensor_xor(self, tensor: Any) -> Any:
+        """``summary_mode: xor``: start the XOR of the tensor's raw bytes read as little-endian 64-bit words
+        (zero-padded) on its device; a handle like ``tensor_stats``'s whose values are ``{"md5": "0x%016x"}``
+        (``None`` for an empty tensor, as msprobe writes)."""
         raise NotImplementedError
 
     def ready_stats(self, handle: Any) -> Optional[Dict[str, Any]]:
@@ -49,8 +57,18 @@ class Adapter:
         raise NotImplementedError
 
     def save_tensor(self, snapshot: Any, path: str) -> None:
-        """Write one tensor file (called from the background writer thread)."""
+        """Write one tensor file (called from the background writer thread), whole or not at all under
+        ``path`` (``msprobe.schema.jsonio.write_bytes_atomic``): a killed process leaves no partial file."""
         raise NotImplementedError
+
+    def unsaved_note(self, tensor: Any) -> Optional[str]:
+        """Why the tensor task writes no file for ``tensor`` (a meta or sparse tensor: no dense data to
+        save), or None; the record then gets ``"data_name": null`` and this note."""
+        return None
+
+    def snapshot_nbytes(self, snapshot: Any) -> int:
+        """Host memory a snapshot holds (bounds the writer's backlog)."""
+        return 0
 
     def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
         """A non-tensor framework object (dtype, device, Size...) as ``{"type", "value"}``; None = unknown."""

@@ -1,11 +1,11 @@
 """A step's directory and journal, opened on the background writer thread before the step's first entry.
 
-Making a directory and creating a file took 0.5-1.5 ms on this VM's disk (more on a network file
-system), and the first entry of every dumped step waited for them. ``step()`` now asks for the next
+Making a directory and creating a file is slow on some disks (a network file system above all), and
+the first entry of every dumped step would wait for them. With ``async_dump``, ``step()`` asks for the next
 step's directory when that step is recorded and this one wrote entries; its first entry takes the
 writer if it is ready and opens its own otherwise (after which the background one is never opened).
-The journal opened ahead has its final name, ``dump.journal``: renaming it at the first entry cost that
-entry a system call (~30 us here, a round trip on a network file system), and readers pass over a
+The journal opened ahead has its final name, ``dump.journal``: renaming it at the first entry would cost
+that entry a system call (a round trip on a network file system), and readers pass over a
 journal that holds no record (``msprobe.schema.journal.journal_recorded``). One that is not taken is
 removed again, with the directories it made, when the next one is asked for or the process exits; a
 process killed before leaves a directory that readers pass over.

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from msprobe.schema import DebuggerConfig, MsprobeError, load_config
 
 from .adapter import Adapter
+from .dump_path import check_dump_path
 from .engine import DumpEngine
 
 # Per framework family (BaseDebugger._family): the debugger whose window is open (start..stop), as two open
@@ -55,6 +56,7 @@ class BaseDebugger:
                  dump_path: Optional[str] = None, level: Optional[str] = None, step: Any = None,
                  tasks: Optional[Dict] = None) -> None:
         config = load_config(config_path, task=task, dump_path=dump_path, level=level, step=step)
+        check_dump_path(config)
         self.config = config
         self.adapter = self._make_adapter(config)
         self.engine = DumpEngine(config, self.adapter, tasks)
@@ -114,11 +116,13 @@ class BaseDebugger:
         _OPEN[self._family] = weakref.ref(self)
         try:
             self.adapter.install(self.engine, models)
-        except BaseException:  # a half-open window would block every later start()
+        except BaseException as exc:  # a half-open window would block every later start()
             del _OPEN[self._family]
             self.adapter.uninstall_all()
             self.engine.end()
-            raise
+            if isinstance(exc, MsprobeError) or not isinstance(exc, Exception):
+                raise
+            self.engine.fail(exc, "installing the hooks (start)")
 
     @_Either
     def stop(self) -> None:

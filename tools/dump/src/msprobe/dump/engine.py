@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from msprobe.schema import DebuggerConfig
+from msprobe.schema import DebuggerConfig, MsprobeError
 from msprobe.schema.names import api_entry, module_entry, params_grad_entry
 from msprobe.schema.tree import rank_dir_name, step_dir_name
 
@@ -21,6 +21,7 @@ from . import stack
 from .adapter import Adapter
 from .calls import Call
 from .entry import Encoder, PendingTensor, place
+from .faults import Faults
 from .filters import EntryFilter
 from .output import StepOutput
 from .tasks import TaskPolicy, resolve_task
@@ -30,11 +31,14 @@ class DumpEngine:
     """Records one configuration's dump; one engine per PrecisionDebugger."""
 
     def __init__(self, config: DebuggerConfig, adapter: Adapter, tasks: Optional[Dict] = None) -> None:
+        if config.summary_mode not in adapter.summary_modes:
+            raise MsprobeError(f"{config.source or 'PrecisionDebugger'}: field 'summary_mode': '{config.summary_mode}'"
+                               f" is not supported for {adapter.framework} (supported: {', '.join(adapter.summary_modes)})")
         self.config = config
         self.adapter = adapter
         self.task: TaskPolicy = resolve_task(config, tasks)
         self.filter = EntryFilter(config.task_config)
-        self.encoder = Encoder(adapter, config.precision, config.summary_mode == "md5", self.task.save_tensors)
+        self.encoder = Encoder(adapter, config.precision, config.summary_mode, self.task.save_tensors)
         self.step = 0
         self.generation = 0
         self.recording = False
@@ -45,8 +49,8 @@ class DumpEngine:
         self.busy = False
         self._counters: Dict[str, int] = {}
         header = {"task": config.task, "level": config.level, "framework": adapter.framework}
-        self.output = StepOutput(header, adapter.save_tensor, adapter.tensor_suffix, self.task.save_tensors,
-                                 config.async_dump)
+        self.faults = Faults()
+        self.output = StepOutput(header, adapter, self.task.save_tensors, config.async_dump, self._fail_writing)
         self._pending: List[Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]] = []
         self._open_backward: Dict[int, Call] = {}
         self._modules: List[Call] = []
@@ -64,7 +68,7 @@ class DumpEngine:
 
     def _records(self, step: int) -> bool:
         """Whether step ``step`` is recorded here (the step and rank filters, and the task not finished). The
-        rank is asked only when there is a rank filter: three times a step, ~5 us each, on the hot path."""
+        rank is asked only when there is a rank filter (it is asked several times a step, on the hot path)."""
         config = self.config
         if self.finished or not config.wants_step(step):
             return False
@@ -81,11 +85,27 @@ class DumpEngine:
         self.recording = False
         self._modules.clear()
         stack.forget()
-        self.flush(final=False)
+        try:
+            self.flush(final=False)
+        except Exception as exc:
+            self.fail(exc, "ending the dump window (stop)")
 
     def next_step(self) -> None:
         """step(): complete this step's files and move on."""
         self.recording = self.opened = False
+        try:
+            self._complete_step()
+        except Exception as exc:
+            self.fail(exc, f"completing the files of step {self.step}")
+        self.step += 1
+        self.generation += 1
+        self._counters.clear()
+        self._open_backward.clear()
+        self._modules.clear()
+        self.output.drop_metadata()
+        self.filter.new_step()
+
+    def _complete_step(self) -> None:
         upcoming = self.step + 1
         if self.config.async_dump and self._keeps_all and self.output.writing() and self._records(upcoming):
             # it will write, as this one did: its directory is opened on the background thread, before
@@ -95,13 +115,18 @@ class DumpEngine:
             self.output.drop_ahead()
         self.flush(final=True)
         self.task.on_step_end(self.step)
-        self.step += 1
-        self.generation += 1
-        self._counters.clear()
-        self._open_backward.clear()
-        self._modules.clear()
-        self.output.drop_metadata()
-        self.filter.new_step()
+
+    def fail(self, exc: BaseException, where: str, in_step: bool = True) -> None:
+        """An error of ours (``where``: what the dump was doing) must not reach the training: the dump stops
+        for the rest of the run, one line says so, and what was recorded stays readable (the journal, or
+        the step's files written at its end from what reached the journal). ``in_step`` False: met on the
+        writer thread, which may be behind the current step (``where`` names the file)."""
+        self.finished = True
+        self.recording = False
+        self.faults.report(exc, where, self.step if in_step else None)
+
+    def _fail_writing(self, exc: BaseException, what: str) -> None:
+        self.fail(exc, what, in_step=False)
 
     def close(self) -> None:
         """Process exit: make whatever was recorded final."""
@@ -118,7 +143,7 @@ class DumpEngine:
 
     def _rank_dir_of(self, step: int) -> str:
         """``step()`` asks for the next step's directory (opened ahead) and that step's first entry for it
-        again: the path is made once (~7 us)."""
+        again: the path is made once."""
         rank = self.adapter.rank()
         known = self._rank_dir_known
         if known is None or known[0] != step or known[1] != rank:
@@ -137,12 +162,8 @@ class DumpEngine:
         """A wrapped API is called: its Call, or None when nothing of it is recorded."""
         if not self.recording or self.busy:
             return None
-        base = prefix + "." + api
-        counters = self._counters
-        index = counters.get(base, 0)
-        counters[base] = index + 1
-        stem = f"{base}.{index}."  # api_entry's names, made here once per call instead of twice a call
-        forward, backward = stem + "forward", stem + "backward"
+        index = self._next_index(prefix + "." + api)
+        forward, backward = api_entry(prefix, api, index, "forward"), api_entry(prefix, api, index, "backward")
         entry_filter = self.filter
         if entry_filter.trivial:
             want_f, want_b = entry_filter.forward, entry_filter.backward
@@ -162,12 +183,14 @@ class DumpEngine:
                     call.inputs = self.encoder.args(tuple(args), kwargs, call.tensors)
                 else:
                     call.inputs = {"input_args": [], "input_kwargs": {}}
+            except Exception as exc:
+                self.fail(exc, f"recording the inputs of {call.forward}")
             finally:
                 self.busy = False
 
     def api_outputs(self, call: Call, output: Any, frames: Optional[List[str]] = None) -> None:
         """After the API ran: record its forward entry."""
-        if not call.want_forward:
+        if not call.want_forward or self.finished:
             return
         self.busy = True
         try:
@@ -176,6 +199,8 @@ class DumpEngine:
                 self._construct(call.forward, call.parent.forward if call.parent else None)
             self._add(call.forward, entry, call.tensors, frames if frames is not None else stack.capture())
             call.tensors = []
+        except Exception as exc:
+            self.fail(exc, f"recording {call.forward}")
         finally:
             self.busy = False
 
@@ -209,7 +234,7 @@ class DumpEngine:
             self._modules.pop()
         elif call in self._modules:
             self._modules.remove(call)
-        if not call.want_forward:
+        if not call.want_forward or self.finished:
             return
         self.busy = True
         try:
@@ -219,12 +244,14 @@ class DumpEngine:
                                        for k, v in parameters.items()}
             self._add(call.forward, entry, call.tensors, stack.capture())
             call.tensors = []
+        except Exception as exc:
+            self.fail(exc, f"recording {call.forward}")
         finally:
             self.busy = False
 
     def param_grad(self, prefix_path_class: Tuple[str, str, str], param: str, grad: Any) -> None:
         """A parameter's gradient of this step (``Module.{path}.{Class}.parameters_grad``)."""
-        if not self.opened:  # a hook kept for the next step's window (Adapter.uninstall_all), before it
+        if not self.opened or self.finished:  # (opened: a hook kept for the next step's window, before it)
             return
         prefix, path, class_name = prefix_path_class
         name = params_grad_entry(prefix, path, class_name)
@@ -235,6 +262,8 @@ class DumpEngine:
             tensors: List[PendingTensor] = []
             record = self.encoder.encode(grad, param, (), tensors)
             self._add(name, {param: [record]}, tensors, None)
+        except Exception as exc:
+            self.fail(exc, f"recording {name}")
         finally:
             self.busy = False
 
@@ -253,7 +282,7 @@ class DumpEngine:
 
     def backward_grad(self, call: Call, side: str, path: Tuple[int, ...], grad: Any) -> None:
         """A gradient arrived: ``side`` "input" = w.r.t. forward output ``path``, "output" = w.r.t. argument."""
-        if call.generation != self.generation or call.emitted:
+        if call.generation != self.generation or call.emitted or self.finished:
             return
         self.busy = True
         try:
@@ -265,6 +294,8 @@ class DumpEngine:
                 call.got_in += 1
             if call.got_out >= call.expect_out and call.got_in >= call.expect_in:
                 self._emit_backward(call)
+        except Exception as exc:
+            self.fail(exc, f"recording {call.backward}")
         finally:
             self.busy = False
 
@@ -282,11 +313,15 @@ class DumpEngine:
         if index is None:
             index = self._next_index("Debug." + name)
         entry_name = api_entry("Debug", name, index, direction)
+        if self.finished:
+            return index
         self.busy = True
         try:
             tensors: List[PendingTensor] = []
             data = self.encoder.encode(value, "data", (), tensors)
             self._add(entry_name, {"data": data}, tensors, stack.capture() if direction == "forward" else None)
+        except Exception as exc:
+            self.fail(exc, f"recording {entry_name}")
         finally:
             self.busy = False
         return index
@@ -299,6 +334,8 @@ class DumpEngine:
     def _add(self, name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
              frames: Optional[List[str]]) -> None:
         with self._lock:
+            if self.finished:  # (a call recorded while the task finished, or the dump failed)
+                return
             if self._keeps_all and not self._pending and (not tensors or all(t.handle is None for t in tensors)):
                 # host statistics (the CPU), nothing pending before it: written now, as _flush_pending would
                 # (a kill keeps it); device statistics wait for a batch, or for the step's end (async_dump)
@@ -332,6 +369,10 @@ class DumpEngine:
         """Resolve pending statistics and write; ``final`` also emits incomplete backward entries and
         turns the journal into dump.json / stack.json / construct.json."""
         with self._lock:
+            if self.faults.failed:
+                self._pending = []
+                self.output.abandon(final)
+                return
             if final:
                 for call in list(self._open_backward.values()):
                     if call.got_in or call.got_out:

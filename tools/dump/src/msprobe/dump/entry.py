@@ -28,10 +28,11 @@ class PendingTensor:
 class Encoder:
     """Turns arguments, outputs and gradients into records; collects the tensors met on the way."""
 
-    def __init__(self, adapter: Adapter, precision: str, md5: bool, snapshots: bool) -> None:
+    def __init__(self, adapter: Adapter, precision: str, summary_mode: str, snapshots: bool) -> None:
         self.adapter = adapter
         self.precision = precision
-        self.md5 = md5
+        self.md5 = summary_mode == "md5"
+        self.xor = summary_mode == "xor"
         self.snapshots = snapshots
 
     def encode(self, value: Any, role: str, position: Tuple, out: List[PendingTensor], depth: int = 0) -> Any:
@@ -65,21 +66,33 @@ class Encoder:
         """The record from the adapter's meta, statistics handle and snapshot."""
         adapter = self.adapter
         type_name, dtype, shape, requires_grad = adapter.tensor_meta(tensor)
-        handle = adapter.tensor_stats(tensor, self.precision, self.md5)
-        ready = adapter.ready_stats(handle)
         record = {"type": type_name, "dtype": dtype, "shape": shape}
-        if ready is None:
-            record.update(NULL_STATS)
-        else:  # host statistics: the record is final now, nothing waits for a batch
-            record.update(ready)
+        if self.xor:  # msprobe 26.x: the checksum alone, before requires_grad
+            handle = adapter.tensor_xor(tensor)
+            ready = adapter.ready_stats(handle)
+            record["md5"] = ready["md5"] if ready is not None else None
+        else:
+            handle = adapter.tensor_stats(tensor, self.precision, self.md5)
+            ready = adapter.ready_stats(handle)
+            record.update(NULL_STATS if ready is None else ready)
+        if ready is not None:  # host values: the record is final now, nothing waits for a batch
             handle = None
         record["requires_grad"] = requires_grad
-        if "md5" in record:  # after requires_grad, as the format orders them
+        if self.md5 and "md5" in record:  # after requires_grad, as the format orders them
             record["md5"] = record.pop("md5")
-        snapshot = adapter.snapshot(tensor) if self.snapshots else None
+        snapshot = self._snapshot(tensor, record) if self.snapshots else None
         if handle is not None or snapshot is not None:
             out.append(PendingTensor(record, handle, snapshot, role, position))
         return record
+
+    def _snapshot(self, tensor: Any, record: Dict[str, Any]) -> Any:
+        """The tensor's copy for its file; None, said in the record, where it has no data to save."""
+        note = self.adapter.unsaved_note(tensor)
+        if note is None:
+            return self.adapter.snapshot(tensor)
+        record["data_name"] = None
+        record["note"] = note
+        return None
 
     def args(self, args: Tuple, kwargs: Optional[Dict[str, Any]], out: List[PendingTensor]) -> Dict[str, Any]:
         encoded_args = [self.encode(a, "input", (i,), out) for i, a in enumerate(args)]

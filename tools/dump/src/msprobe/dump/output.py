@@ -16,6 +16,7 @@ from msprobe.schema import RankWriter
 from msprobe.schema.names import tensor_file
 from msprobe.schema.tree import TENSOR_DIR
 
+from .adapter import Adapter
 from .ahead import OpenedAhead
 from .entry import PendingTensor
 from .stepfiles import StepWriter
@@ -25,13 +26,15 @@ from .writer import TensorFileWriter
 class StepOutput:
     """The files of one engine: one rank directory at a time, one writer thread for all of them."""
 
-    def __init__(self, header: Dict[str, Any], save_tensor: Callable[[Any, str], None], suffix: str,
-                 save_tensors: bool, asynchronous: bool = False) -> None:
+    def __init__(self, header: Dict[str, Any], adapter: Adapter, save_tensors: bool, asynchronous: bool,
+                 on_error: Callable[[BaseException, str], None]) -> None:
+        """``on_error(exc, what)``: an error of the writer thread (the engine stops dumping)."""
         self._header = header
         self._asynchronous = asynchronous
-        self._suffix = suffix
+        self._adapter = adapter
+        self._suffix = adapter.tensor_suffix
         self._save_tensors = save_tensors
-        self._save_tensor = save_tensor
+        self._on_error = on_error
         self._writer: Optional[StepWriter] = None
         self._rank_dir: Optional[str] = None
         self._files: Optional[TensorFileWriter] = None
@@ -84,6 +87,16 @@ class StepOutput:
         else:
             writer.flush()
 
+    def abandon(self, final: bool) -> None:
+        """After a failure: nothing more is written until the step's end (``final``), which writes its
+        dump.json / stack.json / construct.json as usual from what was recorded (errors then are the
+        caller's; where they happen, the journal stays)."""
+        writer = self._writer
+        if not final or writer is None or writer.closed or writer.broken:
+            self._metadata = []  # (a journal cut by a failed write takes no more records)
+        if final:
+            self.flush(final=True)
+
     def drop(self, garbage: List[Any]) -> None:
         """Free ``garbage`` on the writer thread (after the work queued before it, when it next wakes), off
         the hook thread."""
@@ -133,7 +146,8 @@ class StepOutput:
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:
-            self._files = TensorFileWriter(self._save_tensor)
+            adapter = self._adapter
+            self._files = TensorFileWriter(adapter.save_tensor, self._on_error, adapter.snapshot_nbytes)
         return self._files
 
     def _queue_files(self, name: str, tensors: List[PendingTensor]) -> None:

@@ -2,8 +2,8 @@
 
 Each entry is encoded as JSON once, as it is recorded: that text is the entry's journal line (one
 ``os.write`` of a whole line: a killed process keeps it) and, when the step ends, its part of dump.json.
-The journal and the files are those ``RankWriter`` with ``pickled = False`` writes; a journal left by a
-killed process is recovered by ``msprobe.schema`` as before.
+The journal and the files are those ``RankWriter`` writes; a journal left by a killed process is
+recovered by ``msprobe.schema``.
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ class StepWriter(RankWriter):
     written together by ``flush()``. Whole records per write keep records from two threads from
     interleaving. ``make_dir=False``: ``rank_dir`` exists (made by ``OpenedAhead``)."""
 
-    pickled = False
-
     def __init__(self, rank_dir: str, header: Dict[str, Any], make_dir: bool = True) -> None:
         self._batch: List[bytes] = []
+        self.broken = False
+        """A journal write failed (a full disk): nothing more is appended, as a record after a cut one
+        would make the journal unreadable; ``finish`` writes the step's files from memory."""
         super().__init__(rank_dir, header, autoflush=False, make_dir=make_dir)
         self._fd = self._handle.fileno()  # records go through the descriptor, none through the handle
         self.flush()  # the header record
@@ -46,12 +47,21 @@ class StepWriter(RankWriter):
         with self._lock:
             records, self._batch = self._batch, []
             if records:
-                _write_all(self._fd, b"".join(records))
+                self._append(b"".join(records))
+
+    def _append(self, data: bytes) -> None:
+        if self.broken:
+            raise OSError(f"{self.journal_path}: not appended to after an earlier write error")
+        try:
+            _write_all(self._fd, data)
+        except BaseException:
+            self.broken = True
+            raise
 
     def entry(self, name: str, value: Dict[str, Any]) -> None:
         """Record an entry; a later call with the same name adds or replaces its top-level keys."""
         line = json_record(["d", name, value])
-        _write_all(self._fd, line)
+        self._append(line)
         earlier = self._entries.get(name)
         if earlier is None:
             self._entries[name] = line
@@ -76,7 +86,10 @@ class StepWriter(RankWriter):
     def finish(self) -> None:
         """Write dump.json / stack.json / construct.json (as ``finalize(True, indent=None)``) and remove
         the journal."""
-        self.flush()
+        if self.broken:
+            self._batch = []  # (the stacks and construct it held are kept in memory too)
+        else:
+            self.flush()
         with self._lock:
             header = json_record(self._header)[:-1]
             data = b'"data": {' + self._members() + b"}"

@@ -13,18 +13,32 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 _BACKLOG = 4096
 """Queued items above which the hook thread waits: when the disk is slower than the training, the hook
 waits instead of piling up copies."""
+_BACKLOG_BYTES = 1 << 30
+"""Bytes of queued tensor copies above which the hook thread waits (host memory held by the backlog)."""
+
+
+def _warn(exc: BaseException, what: str) -> None:
+    print(f"msprobe: warning: error while {what}: {exc}", file=sys.stderr)
 
 
 class TensorFileWriter:
     """One daemon thread draining a queue of (snapshot, path) through the adapter's save function.
 
-    The queue is a ``SimpleQueue`` (a C queue: 0.1 us a put against 2 us for ``queue.Queue``'s locks and
-    conditions, paid for every tensor file on the hook thread and again by the writer, both holding the
-    GIL); the backlog is bounded by counting, and ``drain`` waits for a marker queued behind the work."""
+    The queue is a ``SimpleQueue`` (no locks and conditions of ``queue.Queue`` to pay for every tensor
+    file on the hook thread and again by the writer, both holding the GIL); the backlog is bounded by counting, and ``drain`` waits for a marker queued behind the work."""
 
-    def __init__(self, save: Callable[[Any, str], None]) -> None:
+    def __init__(self, save: Callable[[Any, str], None], on_error: Callable[[BaseException, str], None] = _warn,
+                 size: Callable[[Any], int] = lambda snapshot: 0) -> None:
+        """``on_error(exc, what)``: the first error (a full disk); tensor files queued after it are not
+        written (other work still runs, its errors go to ``on_error`` too). ``size(snapshot)``: its bytes."""
         self._save = save
-        self._queue: "queue.SimpleQueue[Tuple[Any, str]]" = queue.SimpleQueue()
+        self._on_error = on_error
+        self._size = size
+        self.stopped = False
+        self._queued_bytes = 0  # by the hook threads
+        self._done_bytes = 0  # by the writer thread only
+        self._waited = False
+        self._queue: "queue.SimpleQueue[Tuple[Any, str, int]]" = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
         self._recent: Dict[int, Tuple[Any, str]] = {}
         self._queued = 0  # by the hook threads
@@ -36,19 +50,33 @@ class TensorFileWriter:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="msprobe-tensor-writer", daemon=True)
             self._thread.start()
-        while self._queued - self._done > _BACKLOG and self._thread.is_alive():
-            time.sleep(0.001)
+        nbytes = 0 if callable(snapshot) else self._size(snapshot)
+        if self._behind():
+            self._wait_for_room()
         with self._queueing:  # what was deferred goes first, whichever thread queues next
             deferred, self._deferred = self._deferred, []
             self._queued += len(deferred) + 1
+            self._queued_bytes += nbytes
             for item in deferred:
-                self._queue.put(item)
-            self._queue.put((snapshot, path))
+                self._queue.put((item[0], item[1], 0))
+            self._queue.put((snapshot, path, nbytes))
+
+    def _behind(self) -> bool:
+        return self._queued - self._done > _BACKLOG or self._queued_bytes - self._done_bytes > _BACKLOG_BYTES
+
+    def _wait_for_room(self) -> None:
+        """Back-pressure: the training waits for the disk (said once) rather than holding ever more copies."""
+        if not self._waited:
+            self._waited = True
+            print(f"msprobe: note: tensor files are made faster than the disk takes them: the training waits "
+                  f"while more than {_BACKLOG} files or {_BACKLOG_BYTES >> 20} MiB are queued", file=sys.stderr)
+        while self._behind() and self._thread.is_alive():
+            time.sleep(0.001)
 
     def defer(self, work: Callable[[], Any], what: str) -> None:
         """``call(work)`` without waking the writer thread: queued with the next ``put``, ``call`` or
-        ``drain``, in order. Waking it costs the hook thread a system call (~10 us here, more under a
-        hypervisor) and then the GIL whenever the writer wants it; a step that woke it at ``stop()`` and
+        ``drain``, in order. Waking it costs the hook thread a system call and then the GIL whenever
+        the writer wants it; a step that woke it at ``stop()`` and
         again at ``step()`` now wakes it once."""
         with self._queueing:
             self._deferred.append((work, what))
@@ -69,15 +97,17 @@ class TensorFileWriter:
 
     def _run(self) -> None:
         while True:
-            snapshot, path = self._queue.get()
+            snapshot, path, nbytes = self._queue.get()
             try:
                 if callable(snapshot):
                     snapshot()
-                    continue
-                self._write(snapshot, path)
-            except Exception as exc:  # a full disk must not kill training; say it once per file
-                print(f"msprobe: warning: cannot write {path}: {exc}", file=sys.stderr)
+                elif not self.stopped:
+                    self._write(snapshot, path)
+            except Exception as exc:  # a full disk must not kill training: the dump stops instead
+                self.stopped = True
+                self._on_error(exc, f"writing {path}")
             finally:
+                self._done_bytes += nbytes
                 self._done += 1
 
     def _write(self, snapshot: Any, path: str) -> None:

@@ -7,6 +7,7 @@ files are ``.npy``. The flavour is decided at ``start``: MindTorch when the mode
 """
 from __future__ import annotations
 
+import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import mindspore as ms
@@ -15,6 +16,7 @@ from mindspore.common import dtype as mstype
 
 from msprobe.dump.adapter import Adapter
 from msprobe.schema import DebuggerConfig
+from msprobe.schema.jsonio import write_bytes_atomic
 
 from . import stats
 from ._compat import TorchOnMindSpore, detect_torch_adapter, tensor_types
@@ -70,7 +72,9 @@ class MindSporeAdapter(Adapter):
         return stats.to_numpy(tensor)  # task tensor copies every tensor to the host anyway
 
     def save_tensor(self, snapshot: Any, path: str) -> None:
-        np.save(path, snapshot)
+        buffer = io.BytesIO()
+        np.save(buffer, snapshot)
+        write_bytes_atomic(path, buffer.getbuffer(), durable=False)
 
     def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
         if _DTYPE_TYPE is not None and isinstance(value, _DTYPE_TYPE):

@@ -21,9 +21,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import mindspore as ms
 import numpy as np
 
+from msprobe.schema.dump import STAT_KEYS
+
 _INT_TYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 _FLOAT_TYPES = ("Float16", "Float32", "Float64", "BFloat16")
-STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 
 
 def dtype_name(tensor: Any) -> str:

@@ -15,8 +15,7 @@ from .ptfile import PtWriter
 
 _DTYPE_NAMES: Dict[Any, str] = {}
 _DISTRIBUTED = torch.distributed.is_available()
-"""Whether this torch was built with torch.distributed: fixed for the process, and asking again cost ~4 us
-at every rank() (twice a dumped step), run cold after the model's step"""
+"""Whether this torch was built with torch.distributed: fixed for the process, so asked once"""
 
 
 def _final(handle: stats.Handle) -> Optional[Dict[str, Any]]:
@@ -31,6 +30,7 @@ class TorchAdapter(Adapter):
     framework = "pytorch"
     tensor_suffix = ".pt"
     module_prefix = "Module"
+    summary_modes = ("statistics", "md5", "xor")
     stats_batch = 64
     """Entries whose device statistics wait for one transfer (host statistics are final at once)"""
 
@@ -40,6 +40,7 @@ class TorchAdapter(Adapter):
         self._hooks = None
         self._stat_cache = ContentCache(4096)  # weak references: sized by bookkeeping, not by tensors
         self._crc_cache = ContentCache(4096, permuted=False)  # md5: CRC-32 follows the element order
+        self._xor_cache = ContentCache(4096, permuted=False)  # xor: so do the 64-bit words
         # holds host copies: a few, for the output-is-next-input case; a view's file has the view's shape
         self._snap_cache = ContentCache(16, by_contents=False)
         self._pt_writer = PtWriter()  # used by the background writer thread only
@@ -67,11 +68,19 @@ class TorchAdapter(Adapter):
             cache.store(key, owner, value)
         return value
 
+    def tensor_xor(self, tensor: torch.Tensor) -> Any:
+        value, key, owner = self._xor_cache.lookup(tensor)
+        if value is None:
+            handle = stats.xor(tensor)
+            value = handle.ready or handle
+            self._xor_cache.store(key, owner, value)
+        return value
+
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
         """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.
         Views of contiguous tensors find their base's statistics anyway."""
         caches = (self._snap_cache,) if original.is_contiguous() else (self._stat_cache, self._crc_cache,
-                                                                       self._snap_cache)
+                                                                       self._xor_cache, self._snap_cache)
         for cache in caches:
             if not len(cache):
                 continue
@@ -83,7 +92,8 @@ class TorchAdapter(Adapter):
     def forget(self) -> None:
         """End of a dumped window: release the tensors the caches hold (freed on the engine's writer
         thread when a window installed one)."""
-        caches = [cache for cache in (self._stat_cache, self._crc_cache, self._snap_cache) if cache.entries]
+        caches = [cache for cache in (self._stat_cache, self._crc_cache, self._xor_cache, self._snap_cache)
+                  if cache.entries]
         if self._hooks is None:
             for cache in caches:
                 cache.clear()
@@ -115,6 +125,17 @@ class TorchAdapter(Adapter):
         if event is not None:
             event.record()
         return (copy, event)
+
+    def unsaved_note(self, tensor: torch.Tensor) -> Optional[str]:
+        if tensor.is_meta:
+            return "meta tensor: no data, no file written"
+        if tensor.layout != torch.strided:
+            return f"{str(tensor.layout).replace('torch.', '')} tensor on {tensor.device}: no file written"
+        return None
+
+    def snapshot_nbytes(self, snapshot: Any) -> int:
+        copy = snapshot[0] if isinstance(snapshot, tuple) else snapshot
+        return copy.numel() * copy.element_size()
 
     def save_tensor(self, snapshot: Any, path: str) -> None:
         if isinstance(snapshot, tuple):

@@ -44,10 +44,10 @@ def gate(engine: DumpEngine, call: Call, side: str, value: Any, path: Tuple[int,
     ``count``: [views made, the last one]. ``recorded_later``: a recorded call may get the view as its
     argument (a module's inner calls, nested API calls), so it gets the original's statistics (an API's
     arguments are gated only around the API's own body, which is not recorded without record_nested:
-    finding the original's statistics of a strided tensor in the Python cache cost ~25 us a gate).
+    finding the original's statistics of a strided tensor in the cache is not free).
     The view is ``value[...]``, an alias: its backward hands the gradient on as it is, the same tensor,
     whose statistics the hook of the call that made ``value`` then finds in the cache; ``view_as``'s
-    backward made a new tensor of it (a gate cost ~0.1 ms more a step on the bench model)."""
+    backward made a new tensor of it."""
     if isinstance(value, torch.Tensor):
         if value.requires_grad and value.layout == torch.strided:
             view = value[...]
@@ -68,11 +68,19 @@ def gate_call(engine: DumpEngine, call: Call, args: Sequence[Any], output_of, ne
     """Run ``output_of(gated_args)`` with both sides hooked; returns the gated output. ``nested``: the
     calls the body makes are recorded (record_nested)."""
     count_in = [0, None]
-    gated = [gate(engine, call, "output", a, (i,), count_in, nested) for i, a in enumerate(args)]
-    new, n_outputs, hooked_out = gate_outputs(engine, call, output_of(gated),
-                                              functools.partial(not_among, (args, gated)))
-    if count_in[0] or hooked_out:
-        engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
+    try:
+        gated = [gate(engine, call, "output", a, (i,), count_in, nested) for i, a in enumerate(args)]
+    except Exception as exc:  # the call runs as if undumped (errors of its own are the user's)
+        engine.fail(exc, f"gating the arguments of {call.forward}")
+        return output_of(args)
+    output = output_of(gated)
+    try:
+        new, n_outputs, hooked_out = gate_outputs(engine, call, output, functools.partial(not_among, (args, gated)))
+        if count_in[0] or hooked_out:
+            engine.backward_expect(call, n_outputs, len(args), hooked_out, count_in[0])
+    except Exception as exc:
+        engine.fail(exc, f"gating the outputs of {call.forward}")
+        return output
     return new
 
 

@@ -19,7 +19,7 @@ from msprobe.dump.engine import DumpEngine
 from .api_list import ApiTable
 from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
 from .hook_handles import HookHandles
-from .internals import compiled, compiling
+from .internals import DYNAMO_TRACES_MODES, compiled, compiling
 from .model_plan import ModelPlan
 from .nested import NestedRunner
 
@@ -120,8 +120,8 @@ class Hooks:
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
         engine = self.engine
-        self._note_compiled(models)
-        if engine.api_level:
+        compiled_here = self._note_compiled(models)
+        if engine.api_level and not (compiled_here and not DYNAMO_TRACES_MODES):
             self._mode = DumpMode(engine, self.table, self.record_nested)
             self._mode.__enter__()
             self._patch_distributed()
@@ -139,27 +139,28 @@ class Hooks:
                 for made in calls:
                     made.clear()  # a window that ended inside a forward call leaves its call behind
             # kept: the parameters hooked then still are, and only those left out then (a frozen one may be
-            # trainable now) are looked at again (~1.5 us a parameter at the start of a step). No backward
+            # trainable now) are looked at again. No backward
             # entry wanted (data_mode): parameters_grad is backward data, and hooks that record nothing
-            # cost ~5 us a parameter gradient through the Python path
+            # cost time at every parameter gradient
             if engine.filter.backward:
                 self._unhooked = self._hook_parameters(self._unhooked if kept else
                                                        [item for *_, parameters in prepared for item in parameters])
             self._installed = prepared
             self._grad_generation = engine.generation
 
-    def _note_compiled(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
-        """One line, once, when a model runs under torch.compile: dynamo traces past the hooks, so what runs
-        inside its compiled graphs is not dumped (what runs eagerly, graph breaks included, is)."""
-        if self._compiled_noted:
-            return
+    def _note_compiled(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> bool:
+        """Whether a model runs under torch.compile, said in one line, once: dynamo traces past the hooks, so
+        what runs inside its compiled graphs is not dumped (what runs eagerly, graph breaks included, is)."""
         found = [prefix + path for prefix, model in models for path, module in model.named_modules()
                  if compiled(module)]
-        if found:
+        if found and not self._compiled_noted:
             self._compiled_noted = True
             where = found[0] or "the model"
+            apis = "" if DYNAMO_TRACES_MODES else f" (on torch {torch.__version__}, no API call of the window)"
             print(f"msprobe: warning: {where} runs under torch.compile: the APIs and modules inside its compiled "
-                  "graphs are not dumped; dump an eager run (without torch.compile) to see them", file=sys.stderr)
+                  f"graphs are not dumped{apis}; dump an eager run (without torch.compile) to see them",
+                  file=sys.stderr)
+        return bool(found)
 
     def uninstall_forward(self) -> None:
         """stop(): the module hooks stay, parked (they do nothing outside a window, and the first module
@@ -175,7 +176,7 @@ class Hooks:
 
     def uninstall_all(self, keep: bool = False) -> None:
         """step(): ``keep``: the next step is recorded too, and parked hooks and parameter hooks stay for it
-        (installing them cost ~0.2 ms a window, removing them ~0.05); else everything is removed."""
+        (installing them costs more than keeping them); else everything is removed."""
         self.uninstall_forward()
         if not keep or self._parked is None:
             self._remove_all()
@@ -210,7 +211,7 @@ class Hooks:
             original = getattr(dist, name, None)
             if original is None:
                 continue
-            # wrapped once (functools.wraps costs ~8 us a function), again only if the function was replaced
+            # wrapped once, again only if the function was replaced
             made = self._wrapped.get(name)
             if made is None or made[0] is not original:
                 made = self._wrapped[name] = (original, self._wrap_collective(name, original))
@@ -272,7 +273,7 @@ class Hooks:
         """What every window of a model installs (prefix, [(module ref, pre, post)], the modules' open-call
         lists, [((id(module), name), parameter ref, hook)]; the plan's own references), gathered once per
         plan: installing it is then one loop over dicts (walking the plan and asking each module for its
-        hooks cost ~0.15 ms a window)."""
+        hooks at every window is avoided)."""
         modules: List[tuple] = []
         calls: List[list] = []
         parameters: List[tuple] = []
@@ -291,7 +292,7 @@ class Hooks:
     def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:
         """The hooks of ``module`` at path ``full`` (pre, post, owner of its parameters, parameter hooks by
         name), made once and registered again in every window: making the closures and their wrappers
-        was nearly half of what installing cost (0.18 of 0.41 ms a window on the bench model)."""
+        was much of what installing cost."""
         cached = self._made.get(module)
         if cached is not None and cached[0] == full:
             cached[1].clear()  # a window that ended inside a forward call leaves its call behind
@@ -321,12 +322,15 @@ class Hooks:
             finally:
                 set_grad(grad_mode)
             calls.append((call, None))  # (the call, its last input gate)
-            if call is None or not (call.want_backward and grad_mode):
+            if call is None or not (call.want_backward and grad_mode) or engine.finished:
                 return None
             engine.busy = True
             try:
                 count = [0, None]
                 gated = tuple(gate(engine, call, "output", a, (i,), count) for i, a in enumerate(args))
+            except Exception as exc:  # the module runs as if undumped
+                engine.fail(exc, f"gating the arguments of {call.forward}")
+                return None
             finally:
                 engine.busy = False
             calls[-1] = (call, count[1])  # what the module makes, it makes after this gate
@@ -346,10 +350,14 @@ class Hooks:
             if call is None:
                 return None
             new_output = None
-            if call.want_backward and torch.is_grad_enabled():
-                new_output, n_out, hooked_out = gate_outputs(engine, call, output, made_after(last_gate))
-                if call.expect_in or hooked_out:
-                    engine.backward_expect(call, n_out, call.n_args, hooked_out, call.expect_in)
+            if call.want_backward and torch.is_grad_enabled() and not engine.finished:
+                try:
+                    new_output, n_out, hooked_out = gate_outputs(engine, call, output, made_after(last_gate))
+                    if call.expect_in or hooked_out:
+                        engine.backward_expect(call, n_out, call.n_args, hooked_out, call.expect_in)
+                except Exception as exc:  # the module's output as it is
+                    engine.fail(exc, f"gating the outputs of {call.forward}")
+                    new_output = None
             params = _own_parameters(mod) if call.want_forward else None
             grad_mode = torch.is_grad_enabled()
             set_grad(False)

@@ -9,7 +9,8 @@ read-only, and tests/dump/test_internals.py checks them on the oldest and the ne
 - ``compiling()``: whether dynamo is tracing the calling code (``torch.compiler.is_compiling``, or
   ``torch._dynamo.is_compiling`` before torch 2.3); ``compiled(module)``: whether a module runs compiled
   (``torch.compile``'s wrapper keeps the module as ``_orig_mod``; ``Module.compile()`` sets
-  ``_compiled_call_impl``).
+  ``_compiled_call_impl``). ``DYNAMO_TRACES_MODES``: whether dynamo traces code under an active torch
+  function mode (torch 2.5 on); older dynamo fails on one, so no mode is pushed for a compiled model there.
 - ``outside_mode(function, *args, **kwargs)``: ``function(*args, **kwargs)`` with the innermost torch function mode set aside
   (the torch function mode stack's push and pop). Hooks run while the dump's mode is active, and under an
   active mode every tensor attribute the hook reads (shape, dtype, version) is a Python round trip
@@ -37,6 +38,7 @@ def _is_compiling() -> Callable[[], bool]:
 
 
 compiling = _is_compiling()
+DYNAMO_TRACES_MODES = tuple(int(part) for part in torch.__version__.split(".")[:2] if part.isdigit()) >= (2, 5)
 
 
 def compiled(module: torch.nn.Module) -> bool:
@@ -62,7 +64,10 @@ def order(t: torch.Tensor) -> int:
 def outside_mode(function: Callable, *args: Any, **kwargs: Any) -> Any:
     if not HAS_MODE_STACK or not _modes_active():
         return function(*args, **kwargs)
-    mode = _pop_mode()
+    try:
+        mode = _pop_mode()
+    except RuntimeError:  # torch 2.2 counts a mode it is running as active but cannot pop it: run under it
+        return function(*args, **kwargs)
     try:
         return function(*args, **kwargs)
     finally:

@@ -1,6 +1,6 @@
 """Fast ``.pt`` tensor files, byte-identical in layout to ``torch.save`` (``torch.load`` reads them as is).
 
-``torch.save`` spends ~100 us of pickling and zip bookkeeping per file, all holding the GIL, which the
+``torch.save`` spends much of its time per file in pickling and zip bookkeeping, all holding the GIL, which the
 training thread then waits for. A dumped step writes hundreds of tensors of a few (dtype, shape) kinds:
 the first tensor of a kind is saved with ``torch.save`` and its archive kept as a template; later
 tensors of that kind get the template's bytes with their own storage bytes spliced in and the CRC-32
@@ -16,6 +16,8 @@ import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
+
+from msprobe.schema.jsonio import write_bytes_atomic
 
 _MAX_KINDS = 512
 
@@ -52,8 +54,8 @@ class PtWriter:
                 return
             crc = struct.pack("<I", zlib.crc32(raw))
             head, tail = _patched(layout.head, layout.head_crc, crc), _patched(layout.tail, layout.tail_crc, crc)
-            with open(path, "wb", buffering=0) as handle:  # one write call: a single copy beats three syscalls
-                handle.write(b"".join((head, raw.data, tail)))
+            # one write call: a single copy beats three syscalls
+            write_bytes_atomic(path, b"".join((head, raw.data, tail)), durable=False)
             return
         data = _torch_save(tensor, path)
         if len(self._layouts) >= _MAX_KINDS:
@@ -75,8 +77,7 @@ def _torch_save(tensor: torch.Tensor, path: str) -> bytes:
     buffer = io.BytesIO()
     torch.save(tensor, buffer)
     data = buffer.getvalue()
-    with open(path, "wb") as handle:
-        handle.write(data)
+    write_bytes_atomic(path, data, durable=False)
     return data
 
 

@@ -9,10 +9,12 @@ import numpy
 import torch
 
 from msprobe.dump import kernels
+from msprobe.schema.dump import STAT_KEYS
 
+from .checksum import has_bytes, hex_word, xor_host, xor_on_device
 from .content_cache import dense
 
-_NULL = {"Max": None, "Min": None, "Mean": None, "Norm": None}
+_NULL = dict.fromkeys(STAT_KEYS)
 _KINDS = {torch.bool: "bool"}
 for _dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
     _KINDS[_dtype] = "float"
@@ -70,13 +72,15 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
     Mean = sum / numel on the host.
     """
     t = tensor  # detached only where torch or numpy need it: the C pass reads the memory directly
+    if t.is_meta or t.layout != torch.strided:  # no values here (sparse: its dense values are not the data)
+        return Handle("none", (), t.numel(), None)
     if t.is_neg():  # a lazy negation (autograd makes them): memory and numpy() would see the values unnegated
         t = t.resolve_neg()
     crc = _crc(t.detach() if t.requires_grad else t) if md5 else None
     numel = t.numel()
     dtype = t.dtype
     kind = _KINDS.get(dtype)
-    if numel == 0 or kind is None or t.layout != torch.strided or t.is_meta:
+    if numel == 0 or kind is None:
         return Handle("none", (), numel, crc)
     if cpu and dtype in KERNEL_INT_KINDS and numel <= KERNEL_NUMEL:
         ready = _kernel_int_stats(t, dtype, numel)
@@ -107,6 +111,13 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
                   numel, crc)
 
 
+def xor(tensor: torch.Tensor) -> Handle:
+    """``summary_mode: xor``: a host value for a CPU tensor, else folded on its device (``checksum.py``)."""
+    if tensor.is_cpu or not has_bytes(tensor):
+        return Handle("host", (), tensor.numel(), None, ready={"md5": xor_host(tensor)})
+    return Handle("xor", (xor_on_device(tensor),), tensor.numel(), None)
+
+
 def _kernel_stats(t: torch.Tensor, dtype: Any, numel: int, rows: bool) -> Any:
     """One C pass over a dense CPU block (float32, bf16, float16, float64), or over its rows (``rows``: a
     tensor whose last dimension has stride 1); None where the kernels are not built or the elements are
@@ -126,7 +137,7 @@ def _kernel_stats(t: torch.Tensor, dtype: Any, numel: int, rows: bool) -> Any:
 def _kernel_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
     """Integers and bools in one C pass over their strides, as ``_host_stats`` reduces them (widened to
     float64), or None without the compiled kernel. Not numpy: the first numpy calls of a step (a token
-    batch, a mask) cost ~100 us here, of caches made cold by the step's own work."""
+    batch, a mask) are slow, their caches made cold by the step's own work."""
     kernel = kernels.loaded()
     if kernel is None or t.dim() > kernels.MAX_DIMS:
         return None
@@ -141,7 +152,7 @@ _FLOAT32 = numpy.float32
 _FLOAT64 = numpy.float64
 _ONES32 = numpy.ones(_WIDE_NUMEL, dtype=_FLOAT32)
 _dot = numpy.dot
-# the ufuncs' reduce directly: ndarray.max/min/sum go through numpy's Python wrappers (~1 us each)
+# the ufuncs' reduce directly: ndarray.max/min/sum go through numpy's Python wrappers
 _max_of, _min_of, _sum_of = numpy.maximum.reduce, numpy.minimum.reduce, numpy.add.reduce
 
 
@@ -215,6 +226,9 @@ def to_host(handles: Sequence[Handle]) -> List[Dict[str, Any]]:
             if handle.squared:
                 norm = math.sqrt(norm)
             stats = {"Max": float(high), "Min": float(low), "Mean": total / handle.numel, "Norm": norm}
+        elif handle.kind == "xor":
+            stats = {"md5": hex_word(flat[position])}
+            position += 1
         elif handle.kind == "bool":
             anyv, allv = flat[position:position + 2]
             position += 2
