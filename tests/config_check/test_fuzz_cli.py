@@ -32,7 +32,8 @@ member_data = st.one_of(json_value.map(lambda v: json.dumps(v).encode()), st.bin
 packs = st.one_of(st.lists(st.tuples(st.sampled_from(ENTRIES), member_data), max_size=5, unique_by=lambda m: m[0]).map(_zip),
                   st.binary(max_size=80))
 BOMB = _zip([("env", b"0" * (40 * 2**20))])  # 40 MiB of one byte: ~40 KiB compressed, far past the ratio limit
-VALID = _zip([("env", b"PATH=/bin\n"), ("pip", b"torch==2.13.0\n")])
+VALID = _zip([("env", b'{"PATH": "/bin"}'), ("pip", b"torch=2.13.0"),
+              ("hyperparameters/hyperparameters_static.json", b'{"lr": "0.1"}')])
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
