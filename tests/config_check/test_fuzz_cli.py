@@ -60,3 +60,27 @@ def test_config_check_compare_command(tmp_path_factory, capsys, bench, cmp):
         assert exited.value.code == 0 and (root / "out").is_dir(), err
     assert not (root.parent / "escape.json").exists()
     assert sorted(p.name for p in root.iterdir() if p.name not in ("a.zip", "b.zip")) in ([], ["out"])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(text=st.one_of(st.text(max_size=200), st.binary(max_size=120).map(lambda raw: raw.decode("latin-1")),
+                      json_value.map(json.dumps)),
+       suffix=st.sampled_from([".sh", ".yaml", ".yml", ".txt"]))
+@example(text="torchrun train.py --api-key sk-secret --password hunter2 --bf16\n", suffix=".sh")
+@example(text="a:\n" + "  - " * 2000 + "x\n", suffix=".yaml")
+def test_config_check_pack_command(tmp_path_factory, capsys, text, suffix):
+    root = tmp_path_factory.mktemp("scripts")
+    script = root / f"launch{suffix}"
+    script.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with hang_guard(), pytest.raises(SystemExit) as exited:
+        main(["-f", "pytorch", "config_check", "-q", "-d", str(script), "-o", str(root / "pack.zip")])
+    err = capsys.readouterr().err
+    assert exited.value.code in (0, 2), err
+    assert "Traceback" not in err, err
+    if exited.value.code == 2:
+        assert err.splitlines()[-1].startswith("msprobe: error: "), err
+    else:
+        with zipfile.ZipFile(root / "pack.zip") as pack:
+            packed = b"".join(pack.read(name) for name in pack.namelist())
+        assert b"hunter2" not in packed and b"sk-secret" not in packed

@@ -75,7 +75,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     try:
         result = app(args=argv, prog_name="msprobe", standalone_mode=False)
     except MsprobeError as exc:
-        typer.echo(f"msprobe: error: {exc}", err=True)
+        typer.echo("msprobe: error: " + " ".join(str(exc).splitlines()), err=True)  # one line, whatever it quotes
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

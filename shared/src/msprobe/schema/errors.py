@@ -30,7 +30,7 @@ class SchemaError(MsprobeError, ValueError):
         message = f"{head}: {expected}" if head else expected
         if has_got:
             message += f", got {_short(got)}"
-        super().__init__(message.replace("\n", " "))
+        super().__init__(" ".join(message.splitlines()))  # a quoted name may hold any line break
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -1,0 +1,37 @@
+"""Fuzz test (issue 29) of ``msprobe op_generate``: any config_op.json (and any dump it names) gives scripts
+or the suite's one-line error (exit 2); never a traceback or a hang."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from msprobe.cli.main import main
+from tests.shared.dump_trees import file_bytes, hang_guard, json_value
+
+FIELDS = ["dump_json_path", "api_name", "extract_api_path", "propagation", "data_mode", "random_seed", "iter_times"]
+values = st.one_of(json_value, st.sampled_from(["DUMP", "EXTRACT", "Torch.exp.0", "Torch.exp.0.forward", "forward",
+                                                "backward", "random_data", "real_data", 1234, 0, 1001]))
+configs = st.one_of(st.dictionaries(st.sampled_from(FIELDS), values, max_size=7), json_value)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(config=configs, dump=file_bytes)
+def test_op_generate_command(tmp_path_factory, capsys, config, dump):
+    root = tmp_path_factory.mktemp("opgen")
+    (root / "dump.json").write_bytes(dump)
+    if isinstance(config, dict):
+        config = {k: str(root / "dump.json") if v == "DUMP" else str(root / "extract.json") if v == "EXTRACT" else v
+                  for k, v in config.items()}
+    (root / "config_op.json").write_text(json.dumps(config))
+    args = ["-f", "pytorch", "op_generate", "-i", str(root / "config_op.json"), "-o", str(root / "out")]
+    with hang_guard(60), pytest.raises(SystemExit) as exited:
+        main(args)
+    err = capsys.readouterr().err
+    assert exited.value.code in (0, 2), err
+    assert "Traceback" not in err, err
+    if exited.value.code == 2:
+        assert err.splitlines()[-1].startswith("msprobe: error: "), err
