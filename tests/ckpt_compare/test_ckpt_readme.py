@@ -34,7 +34,7 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_readme_commands(tmp_path):
     commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
     assert len(commands) == 5
-    install, demo, compare, mindspore, bench = commands
+    demo, compare, mindspore, install, bench = commands  # (usage first, then how to install)
     # installing into the environment under test would swap the code being tested: the top-level README
     # shows the same command, and tests/test_readme.py runs it in a fresh virtual environment
     assert install == "pip install ./shared ./tools/ckpt_compare" and install in (REPO / "README.md").read_text()
