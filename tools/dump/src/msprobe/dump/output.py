@@ -99,7 +99,11 @@ class StepOutput:
 
     def drop(self, garbage: List[Any]) -> None:
         """Free ``garbage`` on the writer thread (after the work queued before it, when it next wakes), off
-        the hook thread."""
+        the hook thread; at once where no writer thread works for this dump (statistics, async_dump off):
+        waking one only for this cost a thread handover at every step()."""
+        if not self._asynchronous and not self._save_tensors:
+            garbage.clear()
+            return
         self._file_writer().release(garbage)
 
     def wait(self) -> None:
