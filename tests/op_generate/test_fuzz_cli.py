@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msprobe.cli.main import main
-from tests.shared.dump_trees import file_bytes, hang_guard, json_value
+from tests.shared.dump_trees import file_bytes, json_value, run_command
 
 FIELDS = ["dump_json_path", "api_name", "extract_api_path", "propagation", "data_mode", "random_seed", "iter_times"]
 values = st.one_of(json_value, st.sampled_from(["DUMP", "EXTRACT", "Torch.exp.0", "Torch.exp.0.forward", "forward",
@@ -28,10 +27,4 @@ def test_op_generate_command(tmp_path_factory, capsys, config, dump):
                   for k, v in config.items()}
     (root / "config_op.json").write_text(json.dumps(config))
     args = ["-f", "pytorch", "op_generate", "-i", str(root / "config_op.json"), "-o", str(root / "out")]
-    with hang_guard(60), pytest.raises(SystemExit) as exited:
-        main(args)
-    err = capsys.readouterr().err
-    assert exited.value.code in (0, 2), err
-    assert "Traceback" not in err, err
-    if exited.value.code == 2:
-        assert err.splitlines()[-1].startswith("msprobe: error: "), err
+    code, err = run_command(main, capsys, args, (0, 2), 60)

@@ -93,3 +93,18 @@ def hang_guard(seconds: int = 20) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def run_command(main, capsys, args: List[str], codes=(0, 2), seconds: int = 20) -> Tuple[int, str]:
+    """``msprobe ARGS`` in process: (exit code, stderr); the code one of ``codes``, no traceback, and an exit 2
+    ends in the suite's one error line."""
+    import pytest
+
+    with hang_guard(seconds), pytest.raises(SystemExit) as exited:
+        main(args)
+    err = capsys.readouterr().err
+    assert exited.value.code in codes, err
+    assert "Traceback" not in err, err
+    if exited.value.code == 2:
+        assert err.splitlines()[-1].startswith("msprobe: error: "), err
+    return exited.value.code, err
