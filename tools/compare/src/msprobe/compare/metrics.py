@@ -12,7 +12,7 @@ relative error is below 0.001 / 0.005. Scalars, empty and one-element tensors ar
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -68,15 +68,18 @@ def stat_diff(target: Any, golden: Any) -> Tuple[str, str, Optional[float]]:
     return repr(diff), f"{relative!r}%", relative / 100
 
 
-def compare_stats(target: Dict[str, Any], golden: Dict[str, Any], scale: float) -> Tuple[List[str], float]:
+def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
+                  scale_of: Callable[[], float]) -> Tuple[List[str], float]:
     """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values) and the largest
-    scaled error ``|t - g| / max(|g|, scale)`` (inf when finiteness or presence differs)."""
+    scaled error ``|t - g| / max(|g|, scale_of())`` (inf when finiteness or presence differs); the scale is
+    asked for only when the values differ."""
     t_vals = [target.get("Max"), target.get("Min"), target.get("Mean"), target.get("Norm")]
     g_vals = [golden.get("Max"), golden.get("Min"), golden.get("Mean"), golden.get("Norm")]
     if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
         texts = [stat_text(v) for v in t_vals]
         return ["0"] * 8 + texts + texts, 0.0
     diffs, rels, worst = [], [], 0.0
+    scale = scale_of()
     for t, g in zip(t_vals, g_vals):
         diff, rel, _ = stat_diff(t, g)
         diffs.append(diff)

@@ -19,6 +19,10 @@ NO_BENCH = "No bench data matched."
 _NA4 = [NOT_APPLICABLE] * 4
 
 
+def _no_scale() -> float:
+    return 0.0
+
+
 def basic_cells(target: Row, golden: Optional[Row]) -> List[Any]:
     t_dtype, t_shape, t_req = _describe(target)
     if golden is None:
@@ -102,7 +106,7 @@ class RowJudge:
     def _statistics(self, target: Row, golden: Row):
         t_rec = target.record if target.is_tensor else _plain_as_record(target)
         g_rec = golden.record if golden.is_tensor else _plain_as_record(golden)
-        cells, error = compare_stats(t_rec, g_rec, rms(g_rec) if golden.is_tensor else 0.0)
+        cells, error = compare_stats(t_rec, g_rec, (lambda: rms(g_rec)) if golden.is_tensor else _no_scale)
         if self.mode == "tensor":  # a plain value, or a side without its file: no tensor metric
             missing = [] if not target.is_tensor else ["Compared by statistics."]
             return [UNSUPPORTED if not target.is_tensor else NOT_APPLICABLE] * 6 + cells[8:], error, missing
