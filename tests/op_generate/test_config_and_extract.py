@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from msprobe.op_generate import extract as extract_module
+from msprobe.schema import stream as stream_module
 from msprobe.op_generate import extract_api, load_extracted
 from msprobe.schema import RankWriter
 
@@ -90,7 +90,7 @@ def test_no_overwrite_without_force_and_python_dash_m(tmp_path, torch_dump, cli)
 
 def test_streaming_finds_entries_across_chunk_boundaries(torch_dump, monkeypatch):
     whole = extract_api(torch_dump, "Functional.linear.0")
-    monkeypatch.setattr(extract_module, "CHUNK_CHARS", 7)
+    monkeypatch.setattr(stream_module, "CHUNK_CHARS", 7)
     small = extract_api(torch_dump, "Functional.linear.0")
     assert (small.forward, small.backward, small.framework) == (whole.forward, whole.backward, "pytorch")
     assert whole.backward is not None and len(whole.backward["output"]) == 2
