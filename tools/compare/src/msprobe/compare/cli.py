@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from msprobe.cli.progress import QUIET_HELP
+
 from .config import CompareConfig
 from .divergence import paragraph
 from .pair import parse_numbers
@@ -32,11 +34,12 @@ def compare(
                                            help="Name mapping YAML (ours, or msprobe's api/layer mapping)."),
     xlsx: bool = typer.Option(True, "--xlsx/--no-xlsx", help="Write the styled .xlsx beside each CSV."),
     workers: int = typer.Option(1, "-j", "--workers", min=1, max=64, help="Ranks compared in parallel."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
 ) -> int:
     """Compare two dumps rank by rank and name the first API whose inputs agree but whose outputs do not."""
     config = CompareConfig(output_dir=output, steps=_tuple(parse_numbers(steps, "--steps")),
                            ranks=_tuple(parse_numbers(ranks, "--ranks")), mapping_file=mapping, xlsx=xlsx,
-                           html=html, workers=workers)
+                           html=html, workers=workers, quiet=quiet)
     result = run_compare(target, golden, config)
     if html is not None:
         from .html import write_html

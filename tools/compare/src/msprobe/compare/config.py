@@ -52,6 +52,8 @@ class CompareConfig:
     """Fill ``NPU_Stack_Info`` (the first row of each entry) from stack.json."""
     workers: int = 1
     """Processes comparing ranks in parallel."""
+    quiet: bool = False
+    """No progress bar over the ranks (it shows only on a terminal anyway)."""
     max_tensor_bytes: int = 2 << 30
     """Largest tensor file read in tensor mode; a bigger one is compared by its statistics."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from msprobe.cli.progress import track
 from msprobe.schema.compare_result import result_file_name
 
 from .config import CompareConfig
@@ -42,9 +43,10 @@ def run_compare(target: Path, golden: Path, config: CompareConfig) -> CompareRun
     jobs = [(pair, config, mapping, folder, timestamp, several_steps, per_rank) for pair in pairs]
     if config.workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=min(config.workers, len(jobs))) as pool:
-            reports = list(pool.map(_compare_job, jobs))
+            futures = [pool.submit(_compare_job, job) for job in jobs]
+            reports = [future.result() for future in track(futures, "compare", config.quiet)]
     else:
-        reports = [_compare_job(job) for job in jobs]
+        reports = [_compare_job(job) for job in track(jobs, "compare", config.quiet)]
     summary = _summary(target, golden, config, [r[0] for r in reports])
     path = write_summary(folder, summary, timestamp)
     return CompareRun(summary=summary, views=[r[1] for r in reports], summary_path=path)
