@@ -12,7 +12,10 @@ NAME, BENCH_NAME = "NPU Name", "Bench Name"
 BASIC = [NAME, BENCH_NAME, "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
          "NPU Requires_grad", "Bench Requires_grad"]
 STAT_NAMES = ("max", "min", "mean", "l2norm")
-"""msprobe's spelling of the four statistics in column names (dump.json: Max, Min, Mean, Norm)."""
+"""msprobe's spelling of the four statistics in column names."""
+COLUMN_STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+"""The dump-record keys behind those columns, in column order: the table is msprobe's and keeps these
+four whatever further statistics a dump's records hold (``msprobe.schema.dump.STAT_KEYS``)."""
 NPU_STATS = [f"NPU {s}" for s in STAT_NAMES]
 BENCH_STATS = [f"Bench {s}" for s in STAT_NAMES]
 STAT_DIFFS = ["Max diff", "Min diff", "Mean diff", "L2norm diff"]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from msprobe.schema.compare_result import NOT_APPLICABLE
+from msprobe.schema.compare_result import COLUMN_STAT_KEYS, NOT_APPLICABLE
 from msprobe.schema.dump import stat_value
 
 NAN, INF, NEG_INF, UNSUPPORTED, DIFF = "Nan", "inf", "-inf", "unsupported", "Diff"
@@ -73,8 +73,8 @@ def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
     """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values) and the largest
     scaled error ``|t - g| / max(|g|, scale_of())`` (inf when finiteness or presence differs); the scale is
     asked for only when the values differ."""
-    t_vals = [target.get("Max"), target.get("Min"), target.get("Mean"), target.get("Norm")]
-    g_vals = [golden.get("Max"), golden.get("Min"), golden.get("Mean"), golden.get("Norm")]
+    t_vals = [target.get(key) for key in COLUMN_STAT_KEYS]
+    g_vals = [golden.get(key) for key in COLUMN_STAT_KEYS]
     if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
         texts = [stat_text(v) for v in t_vals]
         return ["0"] * 8 + texts + texts, 0.0

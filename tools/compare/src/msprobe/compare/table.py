@@ -7,8 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from msprobe.schema.compare_result import DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING
-from msprobe.schema.dump import STAT_KEYS
+from msprobe.schema.compare_result import COLUMN_STAT_KEYS, DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING
 
 from .judge import rms, structural_problems
 from .metrics import UNSUPPORTED, compare_stats, stat_text, tensor_metrics
@@ -51,7 +50,7 @@ def stat_cells(row: Optional[Row]) -> List[str]:
     if row is None:
         return list(_NA4)
     if row.is_tensor:
-        return [stat_text(row.record.get(key)) for key in STAT_KEYS]
+        return [stat_text(row.record.get(key)) for key in COLUMN_STAT_KEYS]
     _, value = plain_value(row.record)
     return [stat_text(value)] * 4
 
@@ -61,7 +60,7 @@ def _plain_as_record(row: Row) -> Dict[str, Any]:
     _, value = plain_value(row.record)
     if isinstance(value, (list, dict)):
         value = str(value)
-    return {key: value for key in STAT_KEYS}
+    return {key: value for key in COLUMN_STAT_KEYS}
 
 
 class RowJudge:
