@@ -3,36 +3,30 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.readme import code_blocks, run_shown, shell_commands
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "tools" / "ckpt_compare" / "README.md"
-BIN = Path(sys.executable).parent
 
 
 def _blocks(kind: str):
-    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(), re.DOTALL)
+    return code_blocks(README.read_text(encoding="utf-8"), kind)
 
 
 def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    words = shlex.split(command)
-    if words[0] == "pip":
-        words = [sys.executable, "-m", "pip"] + words[1:]
-    else:
-        words = [sys.executable if words[0] == "python" else str(BIN / words[0])] + words[1:]
-    done = subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=900)
+    done = run_shown(command, cwd)
     assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
     return done
 
 
 @pytest.mark.slow
 def test_readme_commands(tmp_path):
-    commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
+    commands = shell_commands(README)
     assert len(commands) == 5
     demo, compare, mindspore, install, bench = commands  # (usage first, then how to install)
     # installing into the environment under test would swap the code being tested: the top-level README

@@ -4,35 +4,28 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.readme import code_blocks, run_shown, shell_commands
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "tools" / "compare" / "README.md"
-BIN = Path(sys.executable).parent
 
 
 def _blocks(kind: str):
-    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(), re.DOTALL)
+    return code_blocks(README.read_text(encoding="utf-8"), kind)
 
 
 def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    words = shlex.split(command)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    while "=" in words[0]:
-        key, value = words.pop(0).split("=", 1)
-        env[key] = value
-    words[0] = sys.executable if words[0] == "python" else str(BIN / words[0])
-    return subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
+    return run_shown(command, cwd, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
 
 @pytest.mark.slow
 def test_readme_commands(tmp_path):
-    commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
+    commands = shell_commands(README)
     assert len(commands) == 5
     golden, target, page, as_json, bench = commands
     for folder in ("tests", "bench"):  # the commands run from the repository root; their files land here

@@ -2,38 +2,26 @@
 from __future__ import annotations
 
 import json
-import re
-import shlex
-import subprocess
 import zipfile
 
 import pytest
 
-from cc_helpers import BIN, HERE, clean_env, summary
+from cc_helpers import HERE, clean_env, summary
+from tests.support.readme import code_blocks, run_shown, shell_commands
 
 README = HERE.parents[1] / "tools" / "config_check" / "README.md"
-
-
-def _blocks(kind: str):
-    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(), re.DOTALL)
 
 
 @pytest.mark.slow
 def test_readme_commands(tmp_path):
     (tmp_path / "train.sh").write_text("torchrun --nproc_per_node 2 train.py --lr 0.1 --bf16 --train-iters 3\n")
     (tmp_path / "config.yaml").write_text("training:\n  lr: 0.1\n  seed: 1234\n")
-    (python_block,) = _blocks("python")
+    (python_block,) = code_blocks(README.read_text(encoding="utf-8"), "python")
     (tmp_path / "train.py").write_text(python_block)
-    commands = [line for block in _blocks("shell") for line in block.strip().splitlines()]
+    commands = shell_commands(README)
     assert len(commands) == 7
     for command in commands:
-        words = shlex.split(command)
-        env = clean_env(HF_TOKEN="hf-readme-secret")
-        while "=" in words[0]:  # NAME=value before the command, as a shell takes it
-            name, _, value = words.pop(0).partition("=")
-            env[name] = value
-        done = subprocess.run([str(BIN / words[0])] + words[1:], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = run_shown(command, tmp_path, env=clean_env(HF_TOKEN="hf-readme-secret"), timeout=600)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
     masks = [json.loads(zipfile.ZipFile(tmp_path / name).read("env"))["HF_TOKEN"]
              for name in ("keyed_a.zip", "keyed_b.zip", "bench_pack.zip")]

@@ -1,12 +1,12 @@
 """The MindSpore section of tools/dump/README.md: its Python example and its shell commands run."""
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from ms_dump_checks import inspect_ok
+from tests.support.readme import code_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "tools" / "dump" / "README.md"
@@ -18,7 +18,7 @@ def _section() -> str:
 
 
 def _blocks(kind: str):
-    return re.findall(rf"```{kind}\n(.*?)```", _section(), re.S)
+    return code_blocks(_section(), kind)
 
 
 def _msprobe() -> str:
