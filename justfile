@@ -61,9 +61,11 @@ version new:
     python3 .ci/suite.py set-version "$1"
 
 # Build the base images, then msprobe/<tool>:<version> and :latest of every tool from dist/ (docker daemon).
+# The MSAdapter image runs Python 3.9: it takes a pure-Python wheel of the dump (kernels are for the host's Python).
 images: setup wheels
     bash .ci/dockerd.sh start
     bash dockerfiles/build_images.sh
+    @MSPROBE_PURE_WHEEL=1 {{python}} -m pip wheel -q --disable-pip-version-check --no-deps -w {{dist}} ./tools/dump
     {{msprobe}} image build --dist {{dist}}
 
 # Pack the environment and launch options of two launch scripts (or yaml files) and compare them.
@@ -79,25 +81,30 @@ ckpt-diff a b out="ckpt_diff.json":
     {{just_executable()}} _ms ckpt_compare "$(dirname "$3")" config_check --compare "$1" "$2" -o "$3"
 
 # From a dump to a verdict: first overflowing API (overflow_check) -> op_generate's script for it -> run it.
+# Exit 0 with a verdict whether or not the API alone reproduces the overflow; non-zero when a step fails.
 first-overflow dump out="first_overflow":
     #!/usr/bin/env bash
     set -euo pipefail
-    dump="$1" out="$2"
-    mkdir -p "$out"
-    {{just_executable()}} _ms overflow "$out" overflow_check -i "$dump" -o "$out/overflow" --json > "$out/overflow.json"
+    dump="$1"
+    mkdir -p "$2" && out=$(cd "$2" && pwd)
+    {{just_executable()}} _ms overflow "$out" overflow_check -i "$dump" -o "$out/overflow" --json --quiet > "$out/overflow.json"
     origin=$({{python}} -c 'import json, sys
-    found = [s["origin"] for s in json.load(open(sys.argv[1])) if s["origin"]]
-    print(f"{found[0]['op_name']} (rank {found[0]['rank']})" if found else "")' "$out/overflow.json")
+    found = [(s["origin"], s["step_dir"]) for s in json.load(open(sys.argv[1])) if s["origin"]]
+    print("%s (%s/%s)" % (found[0][0]["op_name"], found[0][1], found[0][0]["rank"]) if found else "")' "$out/overflow.json")
     if [ -z "$origin" ]; then echo "first-overflow: no inf/nan in $dump"; exit 0; fi
     echo "first-overflow: first overflowing API: $origin"
+    rm -rf "$out/op"
     {{just_executable()}} _ms op_generate "$out" op_generate --from-overflow "$dump" -o "$out/op"
+    script=$(find "$out/op" -name '*.py')
+    echo "first-overflow: running $script (reports in $out/op_result_output)"
     status=0
-    for script in $(find "$out/op" -name '*.py' | sort); do
-        echo "first-overflow: running $script"
-        {{just_executable()}} _ms op_generate "$out" --exec python "$script" || status=$?
-    done
-    echo "first-overflow: verdict: $origin $([ $status -eq 0 ] && echo reproduced by a script that passed || echo "reproduced; the script exited $status")"
-    exit $status
+    {{just_executable()}} --quiet _ms op_generate "$out" --exec python "$script" || status=$?
+    api="${origin%% *}"
+    case $status in
+        0) echo "first-overflow: verdict: $api alone agrees with the torch CPU bench on inputs drawn in the dumped range: the kernel is not at fault, look at the values that reach it";;
+        1) echo "first-overflow: verdict: $api alone reproduces the overflow: its output departs from the torch CPU bench (rows above)";;
+        *) echo "first-overflow: $script failed with exit status $status" >&2; exit $status;;
+    esac
 
 # `just _ms TOOL OUT ARGS...`: msprobe ARGS on this machine, or with IMAGE=1 in msprobe/TOOL (writable OUT).
 [private]
@@ -111,8 +118,10 @@ _ms tool out *args:
         if [ $exec_cmd = 1 ]; then exec {{msprobe}} run "$tool" -O "$out" --exec -- "$@"; fi
         exec {{msprobe}} run "$tool" -O "$out" -- "$@"
     fi
-    if [ $exec_cmd = 1 ]; then
-        if [ "$1" = python ]; then shift; exec {{python}} "$@"; fi
+    if [ $exec_cmd = 1 ]; then  # in OUT, as in the image (its working directory): pass absolute paths
+        python={{python}}; [[ $python = /* ]] || python="$PWD/$python"
+        cd "$out"
+        if [ "$1" = python ]; then shift; exec "$python" "$@"; fi
         exec "$@"
     fi
     exec {{msprobe}} "$@"
