@@ -7,7 +7,7 @@
 #                                  (tarball cached as $MSPROBE_CACHE/images/bookworm-py311.tar)
 #   msprobe/base-torch:2.13.0-cpu  base + torch 2.13.0+cpu in the system Python (dockerfiles/torch/), multi-stage
 #   msprobe/base-msadapter:py39    the bullseye rootfs of dockerfiles/msadapter/build_rootfs.sh (py3.9, mindspore
-#                                  2.0.0, msadapter 0.1.0), `docker import`ed
+#                                  2.0.0, msadapter 0.1.0) without its torch, `docker import`ed
 # The tool images (msprobe/<tool>) are built on these by `msprobe image build` (tools/launcher) from dist/.
 # Everything is cached under ${MSPROBE_CACHE:-$HOME/.cache/msprobe}; an unchanged input is not rebuilt.
 # Starts dockerd via .ci/dockerd.sh when no daemon answers.
@@ -58,17 +58,27 @@ build_base() {
 }
 
 # ---------------------------------------------------------------- msprobe/base-msadapter:py39
+# Left out of the image: torch 1.12.1 (in the rootfs for op_generate's bench only, 1.6 GB), whatever a test
+# session installed of this suite into the shared rootfs at that moment, and temporary files.
+MSADAPTER_EXCLUDES=(./proc/* ./sys/* ./dev/* ./tmp/* ./root/.cache
+    ./usr/local/lib/python3.9/dist-packages/torch ./usr/local/lib/python3.9/dist-packages/torch-*.dist-info
+    ./usr/local/lib/python3.9/dist-packages/torchgen ./usr/local/lib/python3.9/dist-packages/caffe2
+    ./usr/local/bin/torchrun ./usr/local/bin/convert-caffe2-to-onnx ./usr/local/bin/convert-onnx-to-caffe2
+    ./usr/local/lib/python3.9/dist-packages/msprobe ./usr/local/lib/python3.9/dist-packages/msprobe_*
+    ./usr/local/bin/msprobe)
+
 build_msadapter() {
     local rootfs
     rootfs="$(bash "$HERE/msadapter/build_rootfs.sh")" || die "building the msadapter rootfs failed"
-    local key
-    key="$(stat -c '%Y' "$rootfs/.msprobe-complete")"
+    local key pattern excludes=()
+    key="$(stat -c '%Y' "$rootfs/.msprobe-complete")-$(printf '%s\n' "${MSADAPTER_EXCLUDES[@]}" | sha256sum | cut -c1-12)"
     if [[ "$(image_label msprobe/base-msadapter:py39 msprobe.source)" == "$key" ]]; then
         log "msprobe/base-msadapter:py39 up to date"
         return 0
     fi
+    for pattern in "${MSADAPTER_EXCLUDES[@]}"; do excludes+=("--exclude=$pattern"); done
     log "docker import $rootfs -> msprobe/base-msadapter:py39"
-    tar --numeric-owner -C "$rootfs" --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* -c . \
+    tar --numeric-owner --anchored -C "$rootfs" "${excludes[@]}" -c . \
         | docker import --change "LABEL msprobe.source=$key" --change "ENV LANG=C.UTF-8" \
             --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
             --change 'CMD ["/usr/bin/python3.9"]' - msprobe/base-msadapter:py39 >/dev/null \

@@ -1,71 +1,28 @@
 """The msprobe/<tool> images and the launcher (`msprobe image build|list`, `msprobe run`) on the real daemon.
 
-Builds, once per session: the bases (dockerfiles/build_images.sh base torch: cached tarball + torch layer),
-the wheels (`just wheels`, ~2 min) and every tool image (`msprobe image build`, ~1 min each on 2 cores,
-seconds when docker's cache holds the layers). Needs root, docker.io and debootstrap; outside CI a machine
-without them skips with the reason, under CI=true that fails. MSPROBE_SKIP_IMAGES=1 skips explicitly.
+The images come from `./dev images`, run once per session by tests/images/conftest.py.
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = (REPO / "VERSION").read_text().strip()
-MSPROBE = Path(sys.executable).parent / "msprobe"
+from tests.images.docker_support import MSPROBE, VERSION, inspect as _inspect, out as _out, run as _run
+from tests.packaging import test_recipes as recipes
+
 LIGHT = ("msprobe/config-check", "msprobe/ckpt-compare")
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(3600)]
 
 
-def _missing_prerequisite() -> str:
-    if os.environ.get("MSPROBE_SKIP_IMAGES") == "1":
-        return "MSPROBE_SKIP_IMAGES=1"
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "building images needs root (debootstrap, dockerd)"
-    for tool, package in (("docker", "docker.io"), ("dockerd", "docker.io"), ("debootstrap", "debootstrap")):
-        if shutil.which(tool) is None:
-            return f"{tool} not found (apt-get install -y {package})"
-    return ""
-
-
-def _run(cmd: List, timeout: float = 1800, **kw) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def _out(proc) -> str:
-    return (proc.stdout + proc.stderr)[-3000:]
-
-
 @pytest.fixture(scope="module")
-def images(tmp_path_factory) -> Path:
-    reason = _missing_prerequisite()
-    if reason:
-        if os.environ.get("CI") == "true" and reason != "MSPROBE_SKIP_IMAGES=1":
-            pytest.fail(f"docker images cannot be tested in CI: {reason}")
-        pytest.skip(reason)
-    bases = _run(["bash", REPO / "dockerfiles/build_images.sh", "base", "torch"])
-    assert bases.returncode == 0, _out(bases)
-    dist = tmp_path_factory.mktemp("dist")
-    env = dict(os.environ, MSPROBE_DIST=str(dist), MSPROBE_VENV=sys.prefix)
-    wheels = _run([REPO / "dev", "wheels"], cwd=REPO, env=env)
-    assert wheels.returncode == 0, _out(wheels)
-    built = _run([MSPROBE, "image", "build", "--dist", dist], cwd=REPO)
-    assert built.returncode == 0, _out(built)
-    return dist
+def images(suite_images) -> Path:
+    """The dist/ folder the images were built from."""
+    return suite_images / "dist"
 
 
-def _inspect(name: str) -> dict:
-    return json.loads(_run(["docker", "image", "inspect", name]).stdout)[0]
-
-
-@pytest.mark.parametrize("image", ["shared", "dump", "overflow", "config-check", "ckpt-compare"])
+@pytest.mark.parametrize("image", ["shared", "dump", "overflow", "config-check", "ckpt-compare", "msadapter"])
 def test_image_is_tagged_runs_as_a_user_in_data_with_msprobe_as_entrypoint(images, image):
     info = _inspect(f"msprobe/{image}:{VERSION}")
     assert info["Id"] == _inspect(f"msprobe/{image}:latest")["Id"]
@@ -87,7 +44,9 @@ def test_config_check_and_ckpt_compare_images_are_light(images, image):
 
 def test_dump_image_has_the_cpu_torch_of_its_base(images):
     probe = _run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "python", "msprobe/dump", "-c",
-                  "import torch, msprobe.pytorch; print(torch.__version__, float(torch.ones(2, 2).sum()))"])
+                  "import torch, msprobe.pytorch, msprobe.dump._kernels; "
+                  "print(torch.__version__, float(torch.ones(2, 2).sum()))"])
+    # the kernels: dist also holds the pure-Python dump wheel (for msprobe/msadapter); this one must not take it
     assert probe.returncode == 0 and probe.stdout.split() == ["2.13.0+cpu", "4.0"], _out(probe)
 
 
@@ -135,20 +94,14 @@ def test_no_daemon_is_one_line(tmp_path):
     assert refused.returncode == 2 and refused.stderr.startswith("msprobe: error: no docker daemon answers"), _out(refused)
 
 
-def test_image_list_shows_the_tools(images):
-    listed = _run([MSPROBE, "image", "list"], env=dict(os.environ, COLUMNS="200"))
-    assert listed.returncode == 0
-    for image in ("msprobe/shared", "msprobe/dump", "msprobe/config-check", "msprobe/base"):
-        assert image in listed.stdout
-
-
 def test_env_diff_recipe_through_the_images(images, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("recipes", REPO / "tests/packaging/test_recipes.py")
-    recipes = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipes)
-    check_env_diff, dev, launch_scripts = recipes.check_env_diff, recipes.dev, recipes.launch_scripts
-    a, b = launch_scripts(tmp_path)
+    a, b = recipes.launch_scripts(tmp_path)
     out = tmp_path / "env"
-    check_env_diff(dev("env-diff", a, b, out, image=True), out)
+    recipes.check_env_diff(recipes.dev("env-diff", a, b, out, image=True), out)
+
+
+def test_first_overflow_recipe_through_the_images(images, tmp_path):
+    """overflow_check in msprobe/overflow, then op_generate writes and runs the script in msprobe/op-generate."""
+    dump = recipes.overflowing_dump(tmp_path)
+    out = tmp_path / "fo"
+    recipes.check_first_overflow(recipes.dev("first-overflow", dump, out, image=True), out)

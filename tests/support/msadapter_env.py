@@ -4,7 +4,9 @@ The rootfs (Debian bullseye, python3.9, mindspore 2.0.0, msadapter 0.1.0, numpy<
 built once by ``dockerfiles/msadapter/build_rootfs.sh`` under ``${MSPROBE_CACHE:-~/.cache/msprobe}``.
 Each :func:`run_py39` call enters a private mount namespace (``unshare -m``), bind-mounts the repository and the
 working directory at their own absolute paths inside the rootfs, mounts /proc and /dev, and runs ``python3.9`` there
-through ``chroot``; the mounts vanish with the process. Needs root (CI and the dev machines run as root).
+through ``chroot``; the mounts vanish with the process. :func:`run_in_rootfs` runs any program the same way, and
+with ``overlay`` sees the rootfs through an overlayfs whose changes stay in a folder of the test's.
+Needs root (CI and the dev machines run as root).
 
 Typical use in a test::
 
@@ -29,17 +31,23 @@ BUILD_SCRIPT = REPO_ROOT / "dockerfiles" / "msadapter" / "build_rootfs.sh"
 STAMP_NAME = ".msprobe-complete"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-# The shell that runs on the host inside the new mount namespace: mount, then chroot + cd + exec python3.9.
+# The shell that runs on the host inside the new mount namespace: mount, then chroot + cd + exec the program.
 _ENTER = r"""
 set -eu
 R="$1"; CWD="$2"; shift 2
+if [ -n "${MSPROBE_CHROOT_OVERLAY:-}" ]; then
+    O="$MSPROBE_CHROOT_OVERLAY"
+    mkdir -p "$O/upper" "$O/work" "$O/root"
+    mount -t overlay overlay -o "lowerdir=$R,upperdir=$O/upper,workdir=$O/work" "$O/root"
+    R="$O/root"
+fi
 mount -t proc proc "$R/proc"
 mount --rbind /dev "$R/dev"
 for d in $MSPROBE_CHROOT_BINDS; do
     mkdir -p "$R$d"
     mount --rbind "$d" "$R$d"
 done
-exec chroot "$R" /bin/sh -c 'cd "$1" && shift && exec python3.9 "$@"' _ "$CWD" "$@"
+exec chroot "$R" /bin/sh -c 'cd "$1" && shift && exec "$@"' _ "$CWD" "$@"
 """
 
 
@@ -133,12 +141,23 @@ def _bind_dirs(cwd: Path, extra: Sequence[Path]) -> List[str]:
 
 
 def run_py39(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None, timeout: float = 600,
-             binds: Sequence[Path] = ()) -> "subprocess.CompletedProcess[str]":
+             binds: Sequence[Path] = (), overlay: Optional[Path] = None) -> "subprocess.CompletedProcess[str]":
     """Run ``python3.9 *args`` in the rootfs with cwd (must exist; under the repo, /tmp, or anywhere) as working dir.
 
     The repo, ``cwd`` and any ``binds`` are visible (read-write) at their host paths. ``env`` is added to a minimal
     environment (PATH, HOME, LANG); it is not merged with the caller's environment. Output is captured as text.
+    With ``overlay`` (a folder outside the bound ones), the rootfs is seen through an overlay whose changes go to
+    that folder and persist from call to call: a test may install into the system Python as a user would, while
+    the shared cached rootfs stays as built.
     """
+    return run_in_rootfs(["python3.9", *args], cwd, env=env, timeout=timeout, binds=binds, overlay=overlay)
+
+
+def run_in_rootfs(argv: Sequence[Union[str, Path]], cwd: Path, env: Optional[Dict[str, str]] = None,
+                  timeout: float = 600, binds: Sequence[Path] = (),
+                  overlay: Optional[Path] = None) -> "subprocess.CompletedProcess[str]":
+    """Run the program ``argv`` (a path inside the rootfs, or a name on its PATH, e.g. ``pip``) as
+    :func:`run_py39` runs python3.9."""
     rootfs = ensure_rootfs()
     cwd = Path(cwd).resolve()
     if not cwd.is_dir():
@@ -146,10 +165,41 @@ def run_py39(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None, t
     child_env = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                  "GLOG_v": "3"}  # GLOG_v=3: MindSpore logs errors only
     child_env.update(env or {})
-    child_env["MSPROBE_CHROOT_BINDS"] = " ".join(_bind_dirs(cwd, binds))
+    bound = _bind_dirs(cwd, binds)
+    child_env["MSPROBE_CHROOT_BINDS"] = " ".join(bound)
+    if overlay is not None:
+        overlay = Path(overlay).resolve()
+        # bound into the root it makes, the overlay would hold its own mount point
+        if any(overlay == Path(d) or Path(d) in overlay.parents for d in bound):
+            raise MsadapterEnvError(f"the overlay folder {overlay} lies inside a folder bound into the rootfs")
+        child_env["MSPROBE_CHROOT_OVERLAY"] = str(overlay)
     cmd = ["unshare", "-m", "--propagation", "private", "--", "/bin/sh", "-c", _ENTER, "_",
-           str(rootfs), str(cwd)] + [str(a) for a in args]
+           str(rootfs), str(cwd)] + [str(a) for a in argv]
     return subprocess.run(cmd, env=child_env, capture_output=True, text=True, timeout=timeout)
+
+
+def py39_wheelhouse(name: str, requirements: Sequence[str], timeout: float = 900) -> Path:
+    """Wheels of ``requirements`` for CPython 3.9 on x86_64 Linux, downloaded on the host (pip's resolver) into
+    ``<cache>/wheelhouse/py39-<name>`` for offline installs inside the rootfs; fetched again only when the
+    requirements change. pip evaluates environment markers with the host's interpreter: name py<3.11
+    backports (tomli...) yourself."""
+    dest = cache_dir() / "wheelhouse" / f"py39-{name}"
+    stamp = dest / ".requirements"
+    wanted = "\n".join(requirements) + "\n"
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.whl"):
+        old.unlink()
+    proc = subprocess.run([_host_python(), "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                           "--dest", str(dest), "--only-binary=:all:", "--python-version", "3.9",
+                           "--implementation", "cp", "--abi", "cp39", "--abi", "abi3", "--abi", "none",
+                           "--platform", "any", "--platform", "manylinux2014_x86_64", *requirements],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise MsadapterEnvError(f"pip download of {' '.join(requirements)} for python 3.9 failed: {_last_line(proc)}")
+    stamp.write_text(wanted)
+    return dest
 
 
 def _host_python() -> str:

@@ -67,7 +67,12 @@ def fetch_wheels(requirement: str, dist: Path, dest: Path, facts: Dict[str, str]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ERROR")] or proc.stderr.splitlines()[-1:]
-        raise MsprobeError(f"pip download of {requirement} for the image failed: {lines[0] if lines else 'no output'}")
+        said = lines[0] if lines else "no output"
+        if re.search(r"(requirement|found for) msprobe-dump\b", said):
+            # `just wheels` builds the dump with its C kernels for the host's Python only
+            said += (f" (no wheel of it in {dist} installs on python {facts['python']}: build a pure one with "
+                     f"MSPROBE_PURE_WHEEL=1 pip wheel --no-deps -w {dist} ./tools/dump, as `just images` does)")
+        raise MsprobeError(f"pip download of {requirement} for the image failed: {said}")
 
 
 def build_one(client: "docker.DockerClient", spec: ImageSpec, version: str, dist: Path,

@@ -1,8 +1,10 @@
 """``msprobe run TOOL -- ARGS``: one tool's image on the user's files, through the docker SDK.
 
 Every argument that names an existing path is bind-mounted read-only at its absolute path; the output
-directory (default: the current one) is mounted writable and is the working directory. The container runs
-as the caller's uid:gid with no network, its output is streamed, and its exit code is returned.
+directory (default: the current one) is mounted writable at its own path and is the working directory. A
+path not there yet (with a slash) must lie under it and is passed absolute, so it names the file it names on
+the host; a bare word stays as it is. The container runs as the caller's uid:gid with no network, its output
+is streamed, and its exit code is returned.
 """
 from __future__ import annotations
 
@@ -50,9 +52,11 @@ def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[s
                 raise MsprobeError(f"msprobe run: refusing to mount the root directory ({value})")
             if not _inside(path, output) and not any(_inside(path, Path(m)) for m in volumes):
                 volumes[str(path)] = {"bind": str(path), "mode": "ro"}
-        elif not _inside(path, output) and ("/" in value or os.sep in value):
-            raise MsprobeError(f"msprobe run: {value}: no such file or directory (outputs go under {output})")
-        else:
+        elif "/" in value or os.sep in value:
+            # a path to be written: through the writable mount, where the same path on the host would be
+            if not _inside(path, output):
+                raise MsprobeError(f"msprobe run: {value}: no such file or directory (outputs go under {output})")
+        else:  # a bare word (a command name, or a file name relative to the working directory, the output one)
             new_args.append(arg)
             continue
         new_args.append(prefix + str(path))
