@@ -100,6 +100,12 @@ def test_env_diff_recipe_through_the_images(images, tmp_path):
     recipes.check_env_diff(recipes.dev("env-diff", a, b, out, image=True), out)
 
 
+def test_ckpt_diff_recipe_through_the_images(images, tmp_path):
+    a, b = recipes.checkpoints(tmp_path)
+    out = tmp_path / "diff" / "ckpt.json"
+    recipes.check_ckpt_diff(recipes.dev("ckpt-diff", a, b, out, image=True), out)
+
+
 def test_first_overflow_recipe_through_the_images(images, tmp_path):
     """overflow_check in msprobe/overflow, then op_generate writes and runs the script in msprobe/op-generate."""
     dump = recipes.overflowing_dump(tmp_path)

@@ -35,7 +35,9 @@ def checkpoints(folder: Path):
     later = dict(base)
     later["decoder.layers.1.mlp.linear_fc2.weight"] = base["decoder.layers.1.mlp.linear_fc2.weight"] + 0.01
     a = writer.write_megatron(folder / "ckpt_a", base, demo.args(), iteration=1)
-    b = writer.write_megatron(folder / "ckpt_b", later, demo.args(), tp=2, pp=2, iteration=2, style="legacy")
+    # demo.args() says swiglu: its TP shards of linear_fc1 hold [gate; up] halves, as Megatron saves them
+    b = writer.write_megatron(folder / "ckpt_b", later, demo.args(), tp=2, pp=2, iteration=2, style="legacy",
+                              gated=True)
     assert torch.load(next(a.rglob("*.pt")), weights_only=False)["iteration"] == 1
     return a, b
 
@@ -50,8 +52,9 @@ def check_env_diff(result, out: Path) -> None:
 def check_ckpt_diff(result, out: Path) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     entries = json.loads(out.read_text())
-    text = json.dumps(entries)
-    assert "decoder.layers.1.mlp.linear_fc2.weight" in text
+    changed = "decoder.layers.1.mlp.linear_fc2.weight"
+    assert entries[changed]["l2"] > 0 and entries[changed]["cos"] < 1
+    assert len(entries) > 20 and all(e["l2"] == 0.0 for name, e in entries.items() if name != changed)
 
 
 def test_env_diff_packs_both_scripts_and_names_what_differs(tmp_path):
