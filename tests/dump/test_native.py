@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -19,6 +20,21 @@ kernel = kernels.loaded()
 def test_kernels_are_built():
     """CI installs the packages as users do: a build without the kernels is an error here."""
     assert kernel is not None and kernel.__name__ == "msprobe.dump._kernels"
+
+
+def test_crc32_is_zlib_ngs_with_the_pytorch_extra_and_zlibs_checksum():
+    """The dev environment installs the ``pytorch`` extra (zlib-ng): md5 records take its CRC-32, which must be
+    zlib's, for every length and alignment the folding loops split differently."""
+    assert kernels.crc32.__module__.startswith("zlib_ng")
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    for start in (0, 1, 7, 64):
+        for length in (0, 1, 3, 15, 16, 17, 63, 64, 65, 255, 256, 1023, 4097, len(data) - start):
+            chunk = memoryview(data)[start:start + length]
+            assert kernels.crc32(chunk) == zlib.crc32(chunk)
+            assert kernels.crc32(chunk, 0x1234) == zlib.crc32(chunk, 0x1234)
+    t = torch.randn(33, 65)[:, 1:]  # a view: md5 checksums the elements in order
+    assert stats.reduce(t, "normal", True).crc == f"{zlib.crc32(t.contiguous().numpy().tobytes()):08x}"
 
 
 def _reference(t: torch.Tensor) -> dict:

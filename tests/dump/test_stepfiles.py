@@ -20,6 +20,12 @@ def _write(writer):
     writer.entry("Module.é层.Linear.forward.0", {"input_args": [], "input_kwargs": {}, "output": []})
     writer.entry("Functional.linear.0.forward", {"parameters": {"weight": RECORD}})  # later keys merge
     writer.entry("Debug.odd.0.forward", {"data": {1: "an int key: json writes it as a string"}})
+    for part in ({"weight": [RECORD]}, {}, {"bias": [None]}, {"bias.1": [RECORD]}):  # parts side by side
+        writer.entry("Module.é层.Linear.parameters_grad", part)
+    for part in ({"weight": [RECORD]}, {"bias": [None]}, {"weight": []}):  # a key again: its value replaced
+        writer.entry("Module.fc.Linear.parameters_grad", part)
+    for part in ({"1": [None]}, {1: [RECORD]}):  # the same key once written
+        writer.entry("Module.odd.Linear.parameters_grad", part)
     writer.construct("Module.é层.Linear.forward.0", None)
     writer.stack("Functional.linear.0.forward", ["File a.py, line 1, in f, \n x = 1"])
     writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])

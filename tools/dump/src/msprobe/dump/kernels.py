@@ -7,6 +7,10 @@ Framework-free: blocks are given by address, element count or shape, and kind.
 
 Where the package was installed without them (no compiler at build time), :func:`loaded` returns None
 and says once, on stderr, what is slower: callers reduce with numpy instead.
+
+``crc32(buffer)``: the CRC-32 of ``md5`` records and of tensor files' zip entries: zlib-ng's (SIMD
+folding; installed with the ``pytorch`` extra) where it is installed, else zlib's. Both compute the same
+checksum; the speed of each is in tools/dump/README.md.
 """
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ try:
     from . import _kernels as _module  # type: ignore[attr-defined]
 except ImportError:
     _module = None
+try:
+    from zlib_ng.zlib_ng import crc32
+except ImportError:
+    from zlib import crc32
 _warned = False
 
 

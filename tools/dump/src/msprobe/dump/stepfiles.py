@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Union
+from json.encoder import encode_basestring
+from typing import Any, Dict, List, Tuple, Union
 
 from msprobe.schema import RankWriter
 from msprobe.schema.construct import group_stacks
@@ -33,8 +34,9 @@ class StepWriter(RankWriter):
         self._fd = self._handle.fileno()  # records go through the descriptor, none through the handle
         self.flush()  # the header record
         self._header = dict(header)
-        # entry -> its journal line, or lines (bytes: never scanned by the garbage collector)
-        self._entries: Dict[str, Union[bytes, List[bytes]]] = {}
+        # entry -> its journal line (bytes: never scanned by the garbage collector), or its parts' lines with
+        # their keys (an entry recorded in parts: a module's parameter gradients)
+        self._entries: Dict[str, Union[bytes, List[Tuple[bytes, Any]]]] = {}
         self._stacks: Dict[str, List[str]] = {}
         self._construct: Dict[str, Any] = {}
 
@@ -65,10 +67,10 @@ class StepWriter(RankWriter):
         earlier = self._entries.get(name)
         if earlier is None:
             self._entries[name] = line
-        elif isinstance(earlier, list):  # a value completed in parts (a module's parameter gradients):
-            earlier.append(line)  # merged by finish(), off the hot path
-        else:
-            self._entries[name] = [earlier, line]
+        elif isinstance(earlier, list):  # a value completed in parts: merged by finish()
+            earlier.append((line, tuple(value)))
+        else:  # (the first part's keys read back once, here: most entries come whole)
+            self._entries[name] = [(earlier, tuple(json.loads(_value_of(earlier, name)))), (line, tuple(value))]
 
     def construct(self, node: str, parent: Any) -> None:
         super().construct(node, parent)
@@ -103,16 +105,12 @@ class StepWriter(RankWriter):
 
     def _members(self) -> bytes:
         """``"name": value, ...`` of the step's entries, parts merged as ``read_journal`` merges records."""
-        parts = []
+        members = []
         for name, line in self._entries.items():
-            if isinstance(line, list):
-                merged: Dict[str, Any] = {}
-                for part in line:
-                    merged.update(json.loads(part)[2])
-                line = json_record(["d", name, merged])
-            head = compact_dumps(name).encode("utf-8")  # the line is ["d", <name>, <value>]\n
-            parts.append(head + b": " + line[len(head) + 8:-2])
-        return b", ".join(parts)
+            head = encode_basestring(name).encode("utf-8")
+            value = _merged(line, name) if isinstance(line, list) else _value_of(line, name, len(head))
+            members.append(head + b": " + value)
+        return b", ".join(members)
 
     def discard(self) -> None:
         """Close and remove the journal of a step that recorded nothing (one opened ahead, not used)."""
@@ -122,6 +120,28 @@ class StepWriter(RankWriter):
                 os.remove(self.journal_path)
             except FileNotFoundError:  # its directory was removed meanwhile: nothing left to undo
                 pass
+
+
+def _value_of(line: bytes, name: str, head: int = -1) -> bytes:
+    """The value's JSON in an entry's journal line ``["d", <name>, <value>]\\n`` (``head``: the length of
+    the name's JSON, when known)."""
+    if head < 0:
+        head = len(encode_basestring(name).encode("utf-8"))
+    return line[head + 8:-2]
+
+
+def _merged(parts: List[Tuple[bytes, Any]], name: str) -> bytes:
+    """The value of an entry recorded in parts, as ``read_journal`` merges them (a later part's key
+    replaces an earlier one's value in its place): the parts' members side by side when no key comes
+    twice (each the same JSON as in the whole value), else decoded and encoded again."""
+    keys = [key for _, part_keys in parts for key in part_keys]
+    values = [_value_of(line, name) for line, _ in parts]
+    if len(set(keys)) == len(keys) and all(type(key) is str for key in keys):
+        return b"{" + b", ".join(value[1:-1] for value in values if value != b"{}") + b"}"
+    merged: Dict[str, Any] = {}
+    for value in values:
+        merged.update(json.loads(value))
+    return compact_dumps(merged).encode("utf-8")
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -15,12 +15,12 @@ Two paths, chosen by where the tensor lives:
 from __future__ import annotations
 
 import math
-import zlib
 from typing import Any, Dict, List, Optional, Sequence
 
 import mindspore as ms
 import numpy as np
 
+from msprobe.dump import kernels
 from msprobe.schema.dump import STAT_KEYS
 
 _INT_TYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
@@ -40,7 +40,7 @@ def to_numpy(tensor: Any) -> np.ndarray:
 
 
 def crc32_hex(array: np.ndarray) -> str:
-    return f"{zlib.crc32(np.ascontiguousarray(array).tobytes()) & 0xFFFFFFFF:08x}"
+    return f"{kernels.crc32(np.ascontiguousarray(array).tobytes()) & 0xFFFFFFFF:08x}"
 
 
 class StatHandle:

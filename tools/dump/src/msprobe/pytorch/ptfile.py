@@ -4,7 +4,7 @@
 training thread then waits for. A dumped step writes hundreds of tensors of a few (dtype, shape) kinds:
 the first tensor of a kind is saved with ``torch.save`` and its archive kept as a template; later
 tensors of that kind get the template's bytes with their own storage bytes spliced in and the CRC-32
-of the storage entry patched (zlib and file writes release the GIL). A template whose layout is not
+of the storage entry patched (the CRC and file writes release the GIL). A template whose layout is not
 the expected one (several storages, compression) is never used: such kinds keep ``torch.save``.
 """
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from msprobe.dump.kernels import crc32
 from msprobe.schema.jsonio import write_bytes_atomic
 
 _MAX_KINDS = 512
@@ -52,7 +52,7 @@ class PtWriter:
             if layout is None:
                 _torch_save(tensor, path)
                 return
-            crc = struct.pack("<I", zlib.crc32(raw))
+            crc = struct.pack("<I", crc32(raw))
             head, tail = _patched(layout.head, layout.head_crc, crc), _patched(layout.tail, layout.tail_crc, crc)
             # one write call: a single copy beats three syscalls
             write_bytes_atomic(path, b"".join((head, raw.data, tail)), durable=False)
