@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
-import pytest
-
 from tests.compare.compare_helpers import PLANTED_API, msprobe
+from tests.support.ci import unavailable
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -16,9 +14,7 @@ DRIVER = shutil.which("chromedriver")
 def _browser():
     if not (CHROMIUM and DRIVER):
         message = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(message)
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service

@@ -13,6 +13,7 @@ import torch
 
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import MsprobeError, RankWriter, find_rank_dirs
+from tests.support.ci import unavailable
 
 HEADER = {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None}
 
@@ -28,7 +29,7 @@ def test_a_file_as_dump_path_or_on_its_way_is_refused(tmp_path):
 def test_a_read_only_folder_is_refused_before_training(tmp_path):
     setpriv = shutil.which("setpriv")
     if os.geteuid() == 0 and setpriv is None:
-        pytest.skip("running as root without setpriv (util-linux): root writes into any folder")
+        unavailable("running as root without setpriv (util-linux): root writes into any folder")
     read_only = tmp_path / "ro"
     read_only.mkdir()
     read_only.chmod(0o555)

@@ -15,6 +15,7 @@ from msprobe.dump import stack, stepfiles
 from msprobe.pytorch import PrecisionDebugger, stats
 from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.schema import SchemaError, find_rank_dirs
+from tests.support.ci import unavailable
 
 STEPS = 2
 PHASE = {"now": "forward"}
@@ -165,7 +166,7 @@ def small_disk(tmp_path):
     path.mkdir()
     done = os.system(f"mount -t tmpfs -o size=1m tmpfs {path} 2>/dev/null")
     if done != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
+        unavailable("cannot mount a tmpfs here (needs root)")
     (path / "filler").write_bytes(b"\0" * (1024 - 96) * 1024)
     yield path
     os.system(f"umount -l {path}")  # (lazy: a journal of the dump may still be open)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ci import unavailable
 from tests.images.docker_support import missing_prerequisite, out, readme_command, run_readme
 
 
@@ -21,10 +22,10 @@ from tests.images.docker_support import missing_prerequisite, out, readme_comman
 def suite_images(tmp_path_factory) -> Path:
     """The folder holding dist/ (the wheels the images were built from) and images.log (what was said)."""
     reason = missing_prerequisite()
-    if reason:
-        if os.environ.get("CI") == "true" and reason != "MSPROBE_SKIP_IMAGES=1":
-            pytest.fail(f"docker images cannot be tested in CI: {reason}")
+    if reason == "MSPROBE_SKIP_IMAGES=1":
         pytest.skip(reason)
+    if reason:
+        unavailable(f"docker images: {reason}")
     work = tmp_path_factory.mktemp("images")
     env = dict(os.environ, MSPROBE_DIST=str(work / "dist"), MSPROBE_VENV=sys.prefix)
     built = run_readme(readme_command("./dev images"), cwd=work, env=env, timeout=3600)

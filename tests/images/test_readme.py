@@ -12,6 +12,7 @@ import pytest
 from tests.images.docker_support import (REPO, VERSION, missing_prerequisite, out, readme_command,
                                          readme_commands, run, run_readme)
 from tests.support import msadapter_env as mae
+from tests.support.ci import unavailable
 
 GOLDEN_DUMP = REPO / "tests" / "dump" / "golden" / "data" / "statistics-mix"  # two steps, one rank each
 
@@ -27,7 +28,7 @@ def test_every_readme_command_is_run_by_a_test():
 def test_dockerd_start_status_and_a_stop_that_kills_only_its_own_daemon(tmp_path):
     reason = missing_prerequisite()
     if reason:
-        pytest.skip(reason)
+        unavailable(reason)
     started = run_readme(readme_command("bash .ci/dockerd.sh start"), cwd=tmp_path, timeout=300)
     assert started.returncode == 0 and "docker daemon" in started.stderr, out(started)
     status = run_readme(readme_command("bash .ci/dockerd.sh status"), cwd=tmp_path)
@@ -42,11 +43,7 @@ def test_dockerd_start_status_and_a_stop_that_kills_only_its_own_daemon(tmp_path
 
 @pytest.mark.msadapter
 def test_build_rootfs_prints_the_rootfs_path(tmp_path):
-    reason = mae.unavailable_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MSAdapter rootfs unusable in CI: {reason}")
-        pytest.skip(reason)
+    mae.require_rootfs()
     built = run_readme(readme_command("bash dockerfiles/msadapter/build_rootfs.sh"), cwd=tmp_path, timeout=3600)
     assert built.returncode == 0 and built.stdout.strip() == str(mae.rootfs_path()), out(built)
     assert mae.is_built()

@@ -20,9 +20,7 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 @pytest.fixture(scope="module")
 def py39():
-    reason = mae.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    mae.require_rootfs()
     mae.ensure_rootfs()
     env = {"PYTHONPATH": mae.repo_pythonpath(["shared", "tools/dump"])}
 

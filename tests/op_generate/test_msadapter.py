@@ -17,9 +17,7 @@ APIS = ("Functional.linear.0", "Functional.relu.0")
 
 
 def test_doc29_dump_reproduced_through_msadapter(tmp_path):
-    reason = mae.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    mae.require_rootfs()
     mae.ensure_rootfs()
     env = {"PYTHONPATH": mae.repo_pythonpath(["shared", "tools/dump", "tools/op_generate"])}
     (tmp_path / "config.json").write_text(json.dumps({"task": "tensor", "dump_path": "./dump_path", "level": "L1"}))

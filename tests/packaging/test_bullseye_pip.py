@@ -4,7 +4,6 @@ seen through an overlay, so the shared cached rootfs stays as built. That pip on
 `pkg_resources.RequirementParseError: Invalid URL given` on the siblings' `@ file://` references."""
 from __future__ import annotations
 
-import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -46,11 +45,7 @@ def copy_of_the_checkout(dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def bullseye(tmp_path_factory):
-    reason = mae.unavailable_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MSAdapter rootfs unusable in CI: {reason}")
-        pytest.skip(reason)
+    mae.require_rootfs()
     mae.ensure_rootfs()
     work = tmp_path_factory.mktemp("bullseye")
     return {"checkout": copy_of_the_checkout(work / "checkout"), "wheelhouse": mae.py39_wheelhouse(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from msprobe.schema import RankWriter, SchemaError, load_dump, scan_dump_tree
+from tests.support.ci import unavailable
 
 MSPROBE = str(Path(sys.executable).parent / "msprobe")
 HEADER = {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None}
@@ -35,7 +36,7 @@ def run(*args: str, cwd: Path, unprivileged: bool = False) -> subprocess.Complet
         # root reads any folder; without these two capabilities it is refused like any user
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("running as root without setpriv (util-linux): cannot take away root's read access")
+            unavailable("running as root without setpriv (util-linux): cannot take away root's read access")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
     return subprocess.run(prefix + [MSPROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 

@@ -11,8 +11,7 @@ Needs root (CI and the dev machines run as root).
 Typical use in a test::
 
     from tests.support import msadapter_env as mae
-    if not mae.available():
-        pytest.skip(mae.unavailable_reason())
+    mae.require_rootfs()  # skips where the rootfs cannot be used; fails instead under CI=true
     mae.ensure_rootfs()
     proc = mae.run_py39(["-c", "import msprobe.dump"], cwd=tmp_path,
                         env={"PYTHONPATH": mae.repo_pythonpath(["shared", "tools/dump"])})
@@ -86,6 +85,15 @@ def unavailable_reason() -> Optional[str]:
 
 def available() -> bool:
     return unavailable_reason() is None
+
+
+def require_rootfs() -> None:
+    """For a test: skip with the reason where the rootfs cannot be used; under CI=true, fail instead."""
+    from tests.support.ci import unavailable
+
+    reason = unavailable_reason()
+    if reason:
+        unavailable(f"MSAdapter rootfs: {reason}")
 
 
 def ensure_rootfs(timeout: float = 1800) -> Path:

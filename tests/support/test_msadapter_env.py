@@ -1,7 +1,6 @@
 """The MSAdapter chroot works, and the facts tools/dump/MSADAPTER_NOTES.md relies on still hold."""
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -14,11 +13,7 @@ pytestmark = pytest.mark.msadapter
 
 @pytest.fixture(scope="module")
 def rootfs() -> Path:
-    reason = mae.unavailable_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MSAdapter rootfs unusable in CI: {reason}")
-        pytest.skip(reason)
+    mae.require_rootfs()
     return mae.ensure_rootfs()
 
 

@@ -1,0 +1,21 @@
+"""Tests that need something of the machine (root, a daemon, a browser) skip without it, except in CI.
+
+``.ci/run`` exports ``CI=true``: there every such test guards a promise and must run, so a missing
+prerequisite fails the test with its reason instead of skipping it.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+def unavailable(reason: str) -> None:
+    """Skip the test for ``reason``; under CI, fail it."""
+    if in_ci():
+        pytest.fail(f"required in CI: {reason}")
+    pytest.skip(reason)
