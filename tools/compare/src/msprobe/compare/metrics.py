@@ -46,28 +46,6 @@ def stat_text(value: Any) -> str:
     return str(value)
 
 
-def stat_diff(target: Any, golden: Any) -> Tuple[str, str, Optional[float]]:
-    """(diff cell, relative-error cell, relative error as a number or None) of one statistic."""
-    if target is None or golden is None:
-        return (NOT_APPLICABLE, NOT_APPLICABLE, None) if target is not golden else ("0", "0", 0.0)
-    if stat_text(target) == stat_text(golden):
-        return "0", "0", 0.0
-    t, g = _number(target), _number(golden)
-    if t is None or g is None:
-        return DIFF, DIFF, math.inf
-    if math.isnan(t) or math.isnan(g):
-        return NAN, NAN, math.inf
-    if math.isinf(t) or math.isinf(g):
-        # the sign of the infinite side, as seen from the target: target inf or golden -inf give inf
-        sign = INF if (t > 0 if math.isinf(t) else g < 0) else NEG_INF
-        return sign, sign, math.inf
-    diff = t - g
-    if g == 0:
-        return repr(diff), INF, math.inf
-    relative = abs(diff / g * 100)
-    return repr(diff), f"{relative!r}%", relative / 100
-
-
 def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
                   scale_of: Callable[[], float]) -> Tuple[List[str], float]:
     """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values) and the largest
@@ -75,21 +53,43 @@ def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
     asked for only when the values differ."""
     t_vals = [target.get(key) for key in COLUMN_STAT_KEYS]
     g_vals = [golden.get(key) for key in COLUMN_STAT_KEYS]
+    t_texts = [stat_text(v) for v in t_vals]
     if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
-        texts = [stat_text(v) for v in t_vals]
-        return ["0"] * 8 + texts + texts, 0.0
+        return ["0"] * 8 + t_texts + t_texts, 0.0
+    g_texts = [stat_text(v) for v in g_vals]
     diffs, rels, worst = [], [], 0.0
     scale = scale_of()
-    for t, g in zip(t_vals, g_vals):
-        diff, rel, _ = stat_diff(t, g)
+    for t, g, t_text, g_text in zip(t_vals, g_vals, t_texts, g_texts):
+        t_num, g_num = _number(t), _number(g)
+        diff, rel = stat_diff(t, g, t_num, g_num, t_text == g_text)
         diffs.append(diff)
         rels.append(rel)
-        worst = max(worst, _scaled(t, g, scale))
-    return diffs + rels + [stat_text(v) for v in t_vals] + [stat_text(v) for v in g_vals], worst
+        worst = max(worst, _scaled(t_num, g_num, scale))
+    return diffs + rels + t_texts + g_texts, worst
 
 
-def _scaled(t: Any, g: Any, scale: float) -> float:
-    t, g = _number(t), _number(g)
+def stat_diff(target: Any, golden: Any, t: Optional[float], g: Optional[float], same_text: bool) -> Tuple[str, str]:
+    """(diff cell, relative-error cell) of one statistic: ``target``/``golden`` as dumped, ``t``/``g`` as
+    numbers (``_number``), ``same_text`` when both print the same."""
+    if target is None or golden is None:
+        return (NOT_APPLICABLE, NOT_APPLICABLE) if target is not golden else ("0", "0")
+    if same_text:
+        return "0", "0"
+    if t is None or g is None:
+        return DIFF, DIFF
+    if math.isnan(t) or math.isnan(g):
+        return NAN, NAN
+    if math.isinf(t) or math.isinf(g):
+        # the sign of the infinite side, as seen from the target: target inf or golden -inf give inf
+        sign = INF if (t > 0 if math.isinf(t) else g < 0) else NEG_INF
+        return sign, sign
+    diff = t - g
+    if g == 0:
+        return repr(diff), INF
+    return repr(diff), f"{abs(diff / g * 100)!r}%"
+
+
+def _scaled(t: Optional[float], g: Optional[float], scale: float) -> float:
     if t is None or g is None:
         return math.inf if (t is None) != (g is None) else 0.0
     if t == g or (math.isnan(t) and math.isnan(g)):
