@@ -43,7 +43,7 @@ class _Chunks:
     """A text buffer over a file, filled on demand; ``text[start:]`` is what is still to be searched."""
 
     def __init__(self, handle, path: Path) -> None:
-        self.handle, self.path, self.text, self.start, self.done = handle, path, "", 0, False
+        self.handle, self.path, self.text, self.start = handle, path, "", 0
 
     def more(self) -> bool:
         try:
@@ -51,7 +51,6 @@ class _Chunks:
         except UnicodeDecodeError as exc:
             raise SchemaError(self.path, None, f"not UTF-8 text ({exc.reason})") from None
         if not chunk:
-            self.done = True
             return False
         self.text = self.text[self.start:] + chunk
         self.start = 0

@@ -25,7 +25,8 @@ class TensorFileWriter:
     """One daemon thread draining a queue of (snapshot, path) through the adapter's save function.
 
     The queue is a ``SimpleQueue`` (no locks and conditions of ``queue.Queue`` to pay for every tensor
-    file on the hook thread and again by the writer, both holding the GIL); the backlog is bounded by counting, and ``drain`` waits for a marker queued behind the work."""
+    file on the hook thread and again by the writer, both holding the GIL); the backlog is bounded by
+    counting, and ``drain`` waits for a marker queued behind the work."""
 
     def __init__(self, save: Callable[[Any, str], None], on_error: Callable[[BaseException, str], None] = _warn,
                  size: Callable[[Any], int] = lambda snapshot: 0) -> None:
