@@ -5,13 +5,14 @@ import ast
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
 import pytest
+
+from tests.support.checkout import copy_of_the_tree
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -69,18 +70,6 @@ def fast_test_command() -> list:
     recipe = (REPO / "justfile").read_text().split("\ntest-fast:", 1)[1]
     line = next(line for line in recipe.splitlines() if "pytest" in line)
     return [sys.executable if word == "{{python}}" else word for word in shlex.split(line)]
-
-
-def copy_of_the_tree(dest: Path) -> Path:
-    """What a clone of the tree as it stands holds (tracked files and new ones git does not ignore)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():  # (a deleted file still listed, or a submodule, is not copied)
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    return dest
 
 
 @pytest.mark.slow

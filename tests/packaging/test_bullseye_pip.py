@@ -4,9 +4,7 @@ seen through an overlay, so the shared cached rootfs stays as built. That pip on
 `pkg_resources.RequirementParseError: Invalid URL given` on the siblings' `@ file://` references."""
 from __future__ import annotations
 
-import subprocess
 import tomllib
-from pathlib import Path
 from typing import List
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from ms_dump_checks import check_dump_against_npy
 from msprobe.schema import find_rank_dirs, load_dump
 from tests.support import msadapter_env as mae
+from tests.support.checkout import copy_of_the_tree
 
 pytestmark = [pytest.mark.msadapter, pytest.mark.slow]
 REPO = mae.REPO_ROOT
@@ -31,24 +30,12 @@ def build_requirements() -> List[str]:
     return sorted(set(needed)) + ["tomli", "wheel"]  # hatchling's backport below 3.11; setuptools' old hook
 
 
-def copy_of_the_checkout(dest: Path) -> Path:
-    """The packages' files a clone holds (tracked, and new ones git does not ignore): no build/ or egg-info."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", *PACKAGES],
-                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            (dest / name).write_bytes(source.read_bytes())
-    return dest
-
-
 @pytest.fixture(scope="module")
 def bullseye(tmp_path_factory):
     mae.require_rootfs()
     mae.ensure_rootfs()
     work = tmp_path_factory.mktemp("bullseye")
-    return {"checkout": copy_of_the_checkout(work / "checkout"), "wheelhouse": mae.py39_wheelhouse(
+    return {"checkout": copy_of_the_tree(work / "checkout", *PACKAGES), "wheelhouse": mae.py39_wheelhouse(
         "build", build_requirements()), "run": work / "run"}
 
 
