@@ -27,6 +27,8 @@ def _write(writer):
     for part in ({"1": [None]}, {1: [RECORD]}):  # the same key once written
         writer.entry("Module.odd.Linear.parameters_grad", part)
     writer.construct("Module.é层.Linear.forward.0", None)
+    writer.constructs({"Torch.cos.0.forward": "Module.é层.Linear.forward.0", "Module.fc.Linear.forward.0": None})
+    writer.construct("Torch.cos.0.forward", "Module.fc.Linear.forward.0")  # a node again: its parent replaced
     writer.stack("Functional.linear.0.forward", ["File a.py, line 1, in f, \n x = 1"])
     writer.shared_stack(["Module.é层.Linear.forward.0", "Torch.cos.0.forward"], ["File b.py, line 2, in g, \n y"])
 
@@ -45,6 +47,9 @@ def test_step_writer_bytes_equal_rank_writer(tmp_path):
     ours, theirs = (read_journal(tmp_path / name / "dump.journal") for name in ("step", "reference"))
     assert json.dumps(ours.dump.to_json()) == json.dumps(theirs.dump.to_json())  # text: NaN != NaN
     assert (ours.construct, ours.stacks) == (theirs.construct, theirs.stacks)
+    assert list(ours.construct.items()) == [("Module.é层.Linear.forward.0", None),
+                                            ("Torch.cos.0.forward", "Module.fc.Linear.forward.0"),
+                                            ("Module.fc.Linear.forward.0", None)]
     step.finish()
     reference.finalize(remove_journal=True, indent=None)
     for name in ("dump.json", "stack.json", "construct.json"):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PathLike, SchemaError, field_path
 from .jsonio import load_json
@@ -74,10 +74,21 @@ def load_stack(path: PathLike) -> Dict[str, List[str]]:
 
 def group_stacks(stacks: Dict[str, List[str]]) -> Dict[str, list]:
     """The new stack.json shape: identical stacks stored once, ``{"0": [[entries], [frames]]}``."""
-    groups: Dict[tuple, List[str]] = {}
+    return {str(i): [entries, list(frames)] for i, (entries, frames) in enumerate(stack_groups(stacks))}
+
+
+def stack_groups(stacks: Dict[str, List[str]]) -> List[Tuple[List[str], List[str]]]:
+    """(entries, frames) of each distinct stack in ``stacks`` (entry -> frames), in the order of
+    stack.json's groups: by first appearance; ``frames`` is the first entry's list."""
+    groups: Dict[tuple, Tuple[List[str], List[str]]] = {}
     for entry, frames in stacks.items():
-        groups.setdefault(tuple(frames), []).append(entry)
-    return {str(i): [entries, list(frames)] for i, (frames, entries) in enumerate(groups.items())}
+        key = tuple(frames)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = ([entry], frames)
+        else:
+            group[0].append(entry)
+    return list(groups.values())
 
 
 def construct_path(rank_dir: Path) -> Path:

@@ -3,10 +3,11 @@
 Entries are appended to ``dump.journal`` as they are recorded; a record reaches the kernel with
 every ``flush()``, so a SIGKILL loses nothing already flushed. Records: ``["h", header]``,
 ``["d", entry, value]`` (a later record for the same entry adds or replaces top-level keys),
-``["c", node, parent]``, ``["s", entry, frames]`` and ``["s", [entries], frames]`` (one stack shared
-by several entries, written once). ``finalize()`` turns the journal into ``dump.json``, ``stack.json``
-and ``construct.json`` (written atomically) and, at the end of a step, removes it. Readers that find a
-journal read it instead of dump.json: it holds everything dump.json holds and more.
+``["c", node, parent]``, ``["c", {node: parent, ...}]`` (several nodes at once), ``["s", entry, frames]``
+and ``["s", [entries], frames]`` (one stack shared by several entries, written once). ``finalize()``
+turns the journal into ``dump.json``, ``stack.json`` and ``construct.json`` (written atomically) and, at
+the end of a step, removes it. Readers that find a journal read it instead of dump.json: it holds
+everything dump.json holds and more.
 
 The journal is one JSON line per record, which any JSON reader reads (the json module's spelling, with
 its ``Infinity``/``NaN`` tokens); a last line cut by a kill is dropped, and so are zero bytes after the
@@ -64,6 +65,10 @@ class RankWriter:
 
     def construct(self, node: str, parent: Any) -> None:
         self._write(["c", node, parent])
+
+    def constructs(self, nodes: Dict[str, Any]) -> None:
+        """Several construct nodes (node -> parent) in one record."""
+        self._write(["c", nodes])
 
     def stack(self, entry: str, frames: List[str]) -> None:
         self._write(["s", entry, frames])
@@ -139,6 +144,8 @@ def read_journal(path: PathLike) -> RankFiles:
             data.setdefault(item[1], {}).update(item[2])
         elif kind == "c" and len(item) == 3:
             construct[item[1]] = item[2]
+        elif kind == "c" and len(item) == 2 and isinstance(item[1], dict):
+            construct.update(item[1])
         elif kind == "s" and len(item) == 3:
             for entry in (item[1] if isinstance(item[1], list) else [item[1]]):
                 stacks[entry] = item[2]

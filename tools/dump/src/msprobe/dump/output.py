@@ -19,7 +19,7 @@ from msprobe.schema.tree import TENSOR_DIR
 from .adapter import Adapter
 from .ahead import OpenedAhead
 from .entry import PendingTensor
-from .stepfiles import StepWriter
+from .stepfiles import StacksJson, StepWriter
 from .writer import TensorFileWriter
 
 
@@ -40,6 +40,7 @@ class StepOutput:
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
         self._ahead: Optional[OpenedAhead] = None
+        self._stacks_json = StacksJson()
 
     def entry(self, rank_dir: Callable[[], str], name: str, entry: Dict[str, Any], tensors: List[PendingTensor],
               frames: Optional[List[str]]) -> None:
@@ -146,7 +147,8 @@ class StepOutput:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), make_dir=not dir_made and not tensor_dir)
+        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), make_dir=not dir_made and not tensor_dir,
+                          stacks_json=self._stacks_json)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:
@@ -166,9 +168,11 @@ class StepOutput:
             tensor.snapshot = None
 
 
-def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
-    # stack.capture hands out one list object per distinct stack: one journal record per distinct stack
+def _write_metadata(writer: StepWriter, items: List[Tuple[str, str, Any]]) -> None:
+    # stack.capture hands out one list object per distinct stack: one journal record per distinct stack,
+    # and one for all construct nodes
     stacks: Dict[int, Tuple[List[str], List[str]]] = {}
+    nodes: Dict[str, Any] = {}
     for kind, key, value in items:
         if kind == "s":
             group = stacks.get(id(value))
@@ -177,7 +181,9 @@ def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> No
             else:
                 group[0].append(key)
         else:
-            writer.construct(key, value)
+            nodes[key] = value
+    if nodes:
+        writer.constructs(nodes)
     for entries, frames in stacks.values():
         writer.shared_stack(entries, frames)
     writer.flush()

@@ -59,7 +59,7 @@ def _skipped(code) -> bool:
     return skip
 
 
-_RECENT: Dict[int, Tuple[object, Dict[int, List[str]]]] = {}
+_RECENT: Dict[int, Tuple[object, Dict[int, List[str]], Tuple[Tuple, List[object]]]] = {}
 _RECENT_LIMIT = 4
 _SUSPENDABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
@@ -68,32 +68,36 @@ def capture(limit: int = 64) -> List[str]:
     """The caller's stack (at most ``limit`` frames), innermost first, without this package's own
     frames (upstream's order).
 
-    While a (non-generator) frame runs, its callers wait at fixed instructions, so the frame object and
-    its current instruction identify the whole stack: a loop issuing many API calls (an optimizer over
-    its parameters) walks the stack once per call site. The few frames remembered for that (with the
-    stacks of their call sites) are released by ``forget()`` at the end of each dumped window."""
+    While a (non-generator) frame runs, its callers wait at fixed instructions, so the frame object
+    identifies the rest of the stack, and the frame with its current instruction the whole stack: the
+    callers are walked once per frame (a module's forward issuing many API calls), and a loop issuing
+    many API calls from one line (an optimizer over its parameters) finds its stack by that line. The
+    few frames remembered for that are released by ``forget()`` at the end of each dumped window."""
     found = _anchor(sys._getframe(1))
     if found is None:
         return []
     anchor, lasti = found
-    remembered = not anchor.f_code.co_flags & _SUSPENDABLE  # a resumed generator may have other callers
-    sites = None
-    if remembered:
-        hit = _RECENT.get(id(anchor))
-        if hit is not None and hit[0] is anchor:
-            sites = hit[1]
-            frames = sites.get(lasti)
-            if frames is not None:
-                return frames
-    frames = _walk(anchor, limit)
-    if remembered:
-        if sites is None:
-            if len(_RECENT) >= _RECENT_LIMIT:
-                _RECENT.clear()
-            sites = {}
-            _RECENT[id(anchor)] = (anchor, sites)
-        sites[lasti] = frames
+    if anchor.f_code.co_flags & _SUSPENDABLE:  # a resumed generator may have other callers
+        return _frames_of(*_with_callers(anchor, lasti, _walk(anchor.f_back, limit - 1)))
+    hit = _RECENT.get(id(anchor))
+    if hit is not None and hit[0] is anchor:
+        _, sites, callers = hit
+        frames = sites.get(lasti)
+        if frames is not None:
+            return frames
+    else:
+        callers = _walk(anchor.f_back, limit - 1)
+        if len(_RECENT) >= _RECENT_LIMIT:
+            _RECENT.clear()
+        sites = {}
+        _RECENT[id(anchor)] = (anchor, sites, callers)
+    frames = sites[lasti] = _frames_of(*_with_callers(anchor, lasti, callers))
     return frames
+
+
+def _with_callers(frame, lasti: int, callers: Tuple[Tuple, List[object]]) -> Tuple[Tuple, List[object]]:
+    keys, codes = callers
+    return (id(frame.f_code), lasti) + keys, [frame.f_code] + codes
 
 
 def _anchor(frame) -> Optional[Tuple[object, int]]:
@@ -109,7 +113,9 @@ def _anchor(frame) -> Optional[Tuple[object, int]]:
     return None
 
 
-def _walk(frame, limit: int) -> List[str]:
+def _walk(frame, limit: int) -> Tuple[Tuple, List[object]]:
+    """(id of code, instruction) pairs, flattened, and the code objects of ``frame`` and its callers that
+    are not this package's or torch's own, at most ``limit``."""
     skip_of = _SKIP.get
     keys: List[int] = []
     codes = []
@@ -123,7 +129,7 @@ def _walk(frame, limit: int) -> List[str]:
             keys.append(frame.f_lasti)
             codes.append(code)
         frame = frame.f_back
-    return _frames_of(tuple(keys), codes)
+    return tuple(keys), codes
 
 
 def _frames_of(key: Tuple, codes: List[object]) -> List[str]:

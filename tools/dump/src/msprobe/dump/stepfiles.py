@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 from json.encoder import encode_basestring
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from msprobe.schema import RankWriter
-from msprobe.schema.construct import group_stacks
+from msprobe.schema.construct import stack_groups
 from msprobe.schema.journal import CONSTRUCT_NAME, DUMP_NAME, STACK_NAME, json_record
 from msprobe.schema.jsonio import compact_dumps, write_bytes_atomic
 
@@ -25,8 +25,11 @@ class StepWriter(RankWriter):
     written together by ``flush()``. Whole records per write keep records from two threads from
     interleaving. ``make_dir=False``: ``rank_dir`` exists (made by ``OpenedAhead``)."""
 
-    def __init__(self, rank_dir: str, header: Dict[str, Any], make_dir: bool = True) -> None:
+    def __init__(self, rank_dir: str, header: Dict[str, Any], make_dir: bool = True,
+                 stacks_json: Optional["StacksJson"] = None) -> None:
+        """``stacks_json``: the JSON of the stacks met so far (kept across steps: a stack is encoded once)."""
         self._batch: List[bytes] = []
+        self._stacks_json = stacks_json if stacks_json is not None else StacksJson()
         self.broken = False
         """A journal write failed (a full disk): nothing more is appended, as a record after a cut one
         would make the journal unreadable; ``finish`` writes the step's files from memory."""
@@ -41,7 +44,9 @@ class StepWriter(RankWriter):
         self._construct: Dict[str, Any] = {}
 
     def _write(self, item: list) -> None:
-        record = json_record(item)
+        self._write_line(json_record(item))
+
+    def _write_line(self, record: bytes) -> None:
         with self._lock:
             self._batch.append(record)
 
@@ -76,12 +81,19 @@ class StepWriter(RankWriter):
         super().construct(node, parent)
         self._construct[node] = parent
 
+    def constructs(self, nodes: Dict[str, Any]) -> None:
+        super().constructs(nodes)
+        self._construct.update(nodes)
+
     def stack(self, entry: str, frames: List[str]) -> None:
-        super().stack(entry, frames)
-        self._stacks[entry] = frames
+        self._stack_record(entry, [entry], frames)
 
     def shared_stack(self, entries: List[str], frames: List[str]) -> None:
-        super().shared_stack(entries, frames)
+        self._stack_record(entries, entries, frames)
+
+    def _stack_record(self, key: Union[str, List[str]], entries: List[str], frames: List[str]) -> None:
+        """``["s", key, frames]``, the stack's JSON taken from ``stacks_json``."""
+        self._write_line(b'["s", ' + compact_dumps(key).encode("utf-8") + b", " + self._stacks_json(frames) + b"]\n")
         for entry in entries:
             self._stacks[entry] = frames
 
@@ -97,11 +109,17 @@ class StepWriter(RankWriter):
             data = b'"data": {' + self._members() + b"}"
             dump = header[:-1] + b", " + data + b"}" if self._header else b"{" + data + b"}"
             for name, blob in ((DUMP_NAME, dump),
-                               (STACK_NAME, compact_dumps(group_stacks(self._stacks)).encode("utf-8")),
+                               (STACK_NAME, self._grouped_stacks()),
                                (CONSTRUCT_NAME, compact_dumps(self._construct).encode("utf-8"))):
                 write_bytes_atomic(self.rank_dir / name, blob, durable=False)
             self._handle.close()
             os.remove(self.journal_path)
+
+    def _grouped_stacks(self) -> bytes:
+        """stack.json: ``compact_dumps(group_stacks(stacks))``, each stack's JSON from ``stacks_json``."""
+        stacks_json = self._stacks_json
+        return b"{" + b", ".join(b'"%d": [%s, %s]' % (number, compact_dumps(entries).encode("utf-8"), stacks_json(frames))
+                                 for number, (entries, frames) in enumerate(stack_groups(self._stacks))) + b"}"
 
     def _members(self) -> bytes:
         """``"name": value, ...`` of the step's entries, parts merged as ``read_journal`` merges records."""
@@ -142,6 +160,25 @@ def _merged(parts: List[Tuple[bytes, Any]], name: str) -> bytes:
     for value in values:
         merged.update(json.loads(value))
     return compact_dumps(merged).encode("utf-8")
+
+
+class StacksJson:
+    """The JSON of each stack met (``stack.capture`` hands out one list object per distinct stack), encoded
+    once per engine rather than in the journal and again in stack.json at every step; at most ``limit``."""
+
+    def __init__(self, limit: int = 1 << 14) -> None:
+        self._limit = limit
+        self._known: Dict[int, Tuple[List[str], bytes]] = {}
+
+    def __call__(self, frames: List[str]) -> bytes:
+        known = self._known.get(id(frames))
+        if known is not None and known[0] is frames:
+            return known[1]
+        text = compact_dumps(frames).encode("utf-8")
+        if len(self._known) >= self._limit:
+            self._known.clear()
+        self._known[id(frames)] = (frames, text)  # (the list kept: its id is not reused while known)
+        return text
 
 
 def _write_all(fd: int, data: bytes) -> None:
