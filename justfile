@@ -80,31 +80,26 @@ ckpt-diff a b out="ckpt_diff.json":
     mkdir -p "$(dirname "$3")"
     {{just_executable()}} _ms ckpt_compare "$(dirname "$3")" config_check --compare "$1" "$2" -o "$3"
 
-# From a dump to a verdict: first overflowing API (overflow_check) -> op_generate's script for it -> run it.
-# Exit 0 with a verdict whether or not the API alone reproduces the overflow; non-zero when a step fails.
+# From a dump to a verdict: first API with inf/nan (overflow_check) -> op_generate's script for it -> run it.
+# Exit 0 with a verdict (the API alone agrees with the bench, differs without overflowing, or overflows where
+# the bench does not: msprobe.op_generate.first_overflow reads its reports); non-zero when a step fails.
 first-overflow dump out="first_overflow":
     #!/usr/bin/env bash
     set -euo pipefail
     dump="$1"
     mkdir -p "$2" && out=$(cd "$2" && pwd)
     {{just_executable()}} _ms overflow "$out" overflow_check -i "$dump" -o "$out/overflow" --json --quiet > "$out/overflow.json"
-    origin=$({{python}} -c 'import json, sys
-    found = [(s["origin"], s["step_dir"]) for s in json.load(open(sys.argv[1])) if s["origin"]]
-    print("%s (%s/%s)" % (found[0][0]["op_name"], found[0][1], found[0][0]["rank"]) if found else "")' "$out/overflow.json")
+    origin=$({{python}} -m msprobe.op_generate.first_overflow origin "$out/overflow.json")
     if [ -z "$origin" ]; then echo "first-overflow: no inf/nan in $dump"; exit 0; fi
-    echo "first-overflow: first overflowing API: $origin"
-    rm -rf "$out/op"
+    echo "first-overflow: $origin"
+    rm -rf "$out/op" "$out/op_result_output"  # this run's reports only: their absence tells a crash
     {{just_executable()}} _ms op_generate "$out" op_generate --from-overflow "$dump" -o "$out/op"
     script=$(find "$out/op" -name '*.py')
     echo "first-overflow: running $script (reports in $out/op_result_output)"
     status=0
     {{just_executable()}} --quiet _ms op_generate "$out" --exec python "$script" || status=$?
-    api="${origin%% *}"
-    case $status in
-        0) echo "first-overflow: verdict: $api alone agrees with the torch CPU bench on inputs drawn in the dumped range: the kernel is not at fault, look at the values that reach it";;
-        1) echo "first-overflow: verdict: $api alone reproduces the overflow: its output departs from the torch CPU bench (rows above)";;
-        *) echo "first-overflow: $script failed with exit status $status" >&2; exit $status;;
-    esac
+    exec {{python}} -m msprobe.op_generate.first_overflow verdict "$out/overflow.json" "$script" "$status" \
+        "$out/op_result_output"
 
 # `just _ms TOOL OUT ARGS...`: msprobe ARGS on this machine, or with IMAGE=1 in msprobe/TOOL (writable OUT).
 [private]

@@ -2,6 +2,7 @@
 dtype wider; --standalone scripts run without the suite; --from-overflow reproduces the first overflowing API."""
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -90,6 +91,7 @@ def test_from_overflow_reproduces_the_first_overflowing_api(tmp_path, torch_apis
     result = run_scripts([tmp_path / "out" / "Torch.log.0.forward.py"])[0]
     row = result["details"][0]  # log(0) = -inf on both sides, at the same place: that is agreement
     assert row["Status"] == "pass" and float(row["MaxAbsErr"]) < 1e-4
+    assert row["Inf/NaN Not In Bench"] == "0"  # the -inf is the bench's too: not an overflow of the API's own
 
 
 def test_demo_part_reproduces_the_overflow_part_finding(tmp_path):
@@ -107,3 +109,7 @@ def test_demo_part_reproduces_the_overflow_part_finding(tmp_path):
     assert any(line.startswith("Torch.exp.0.forward.output.0: error (float16 under test, float32 bench, max abs "
                                "err inf, further from the float64 golden: tested)") for line in said), said
     assert len(list((tmp_path / "op_generate" / "op_result_output").glob("accuracy_checking_result_*.csv"))) == 1
+    (details,) = (tmp_path / "op_generate" / "op_result_output").glob("accuracy_checking_details_*.csv")
+    with open(details, newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert int(row["Inf/NaN Not In Bench"]) > 0, row  # its own inf, where the bench is finite

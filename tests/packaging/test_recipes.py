@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def dev(*args, cwd: Path = REPO, image: bool = False) -> "subprocess.CompletedProcess[str]":
-    env = dict(os.environ, MSPROBE_VENV=sys.prefix, IMAGE="1" if image else "0")
+def dev(*args, cwd: Path = REPO, image: bool = False, env=None) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, MSPROBE_VENV=sys.prefix, IMAGE="1" if image else "0", **(env or {}))
     return subprocess.run([str(REPO / "dev"), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=900)
 
@@ -112,13 +114,14 @@ def check_first_overflow(result, out: Path) -> None:
     row = next(line for line in lines if line.startswith("Torch.exp.0.forward.output.0: "))
     assert row.split()[1] == "error" and "max abs err inf" in row and row.endswith("golden: tested"), row
     assert lines[-1] == ("first-overflow: verdict: Torch.exp.0.forward alone reproduces the overflow: its output "
-                         "departs from the torch CPU bench (rows above)"), lines
+                         "holds inf/nan at 32 place(s) where the torch CPU bench's is finite (rows above)"), lines
     assert [s["origin"]["op_name"] for s in json.loads((out / "overflow.json").read_text())] == ["Torch.exp.0.forward"]
     assert len(list((out / "overflow").glob("anomaly_analyze_*.json"))) == 1
     with open(next((out / "op_result_output").glob("accuracy_checking_details_*.csv")), newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [(r["API Name"], r["Tested Dtype"], r["Bench Dtype"], r["Status"], r["Further From Golden"])
-            for r in rows] == [("Torch.exp.0.forward.output.0", "float16", "float32", "error", "tested")], rows
+    assert [(r["API Name"], r["Tested Dtype"], r["Bench Dtype"], r["Status"], r["Further From Golden"],
+             r["Inf/NaN Not In Bench"]) for r in rows] == [
+        ("Torch.exp.0.forward.output.0", "float16", "float32", "error", "tested", "32")], rows  # all 4 x 8 are inf
 
 
 def test_first_overflow_without_inf_says_so(tmp_path):
@@ -136,3 +139,153 @@ def test_first_overflow_on_a_real_overflow_reproduces_it_with_op_generate(tmp_pa
     check_first_overflow(dev("first-overflow", dump, out), out)
     again = dev("first-overflow", dump, out)  # the same OUT again: the script is rewritten, not refused
     assert again.returncode == 0 and again.stdout.splitlines()[-1].startswith("first-overflow: verdict: "), again.stderr
+
+
+def inherited_overflow_dump(folder: Path) -> Path:
+    """A float32 linear layer fed one inf: its output is inf because its input is (overflow_check: inherited).
+    Reproduced alone on random data (the dumped Min 1 first, its Max inf last, the rest drawn with the infinite
+    bound taken as 0), float32 against the float64 bench differs by rounding only (~5e-8, under the 1e-4 rule) and
+    the row holding the inf is inf on both sides: the script exits 0."""
+    import torch
+
+    model = torch.nn.Linear(8, 8)
+    with torch.no_grad():
+        model.weight.fill_(0.5)
+        model.bias.zero_()
+    x = torch.ones(4, 8)
+    x[1, 3] = float("inf")
+    return statistics_dump(folder, model, x)
+
+
+def test_first_overflow_on_inherited_inf_clears_the_api(tmp_path):
+    """The other verdict: the API alone agrees with the bench (the script exits 0), the inf came from upstream."""
+    dump = inherited_overflow_dump(tmp_path)
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    script = out / "op" / "Functional.linear.0.forward.py"
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("first-overflow: first API with inf/nan (already in its inputs): Functional.linear.0.forward "
+                        "(step0/rank)"), lines
+    assert f"wrote {script}" in lines and f"first-overflow: running {script} (reports in {out}/op_result_output)" in lines
+    row = next(line for line in lines if line.startswith("Functional.linear.0.forward.output.0: "))
+    assert row.split()[1] == "pass", row
+    assert lines[-1] == ("first-overflow: verdict: Functional.linear.0.forward alone agrees with the torch CPU bench "
+                         "on inputs drawn in the dumped range: the kernel is not at fault, look at the values that "
+                         "reach it"), lines
+    assert not any("alone reproduces the overflow" in line for line in lines), lines
+    steps = json.loads((out / "overflow.json").read_text())
+    assert [(e["op_name"], e["kind"]) for s in steps for e in s["events"]] == [
+        ("Functional.linear.0.forward", "inherited")], steps
+    with open(next((out / "op_result_output").glob("accuracy_checking_details_*.csv")), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["API Name"], r["Tested Dtype"], r["Bench Dtype"], r["Status"], r["Inf/NaN Not In Bench"])
+            for r in rows] == [("Functional.linear.0.forward.output.0", "float32", "float64", "pass", "0")], rows
+    assert float(rows[0]["MaxAbsErr"]) < 1e-4 and float(rows[0]["Cosine"]) > 0.99, rows
+
+
+def test_first_overflow_on_inherited_inf_in_float16_differs_without_overflowing(tmp_path):
+    """The same layer in float16: against the float32 bench it fails the 1e-4 rule by rounding (6.1e-4, within
+    float16's own tolerance), and its only inf is the one of its input, which the bench holds too. Exit status 1
+    of the script is then not an overflow: the verdict says it differs without overflowing."""
+    import torch
+
+    model = torch.nn.Linear(8, 8)
+    with torch.no_grad():
+        model.weight.fill_(0.5)
+        model.bias.zero_()
+    x = torch.ones(4, 8, dtype=torch.float16)
+    x[1, 3] = float("inf")
+    dump = statistics_dump(tmp_path, model.half(), x)
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("first-overflow: first API with inf/nan (already in its inputs): Functional.linear.0.forward "
+                        "(step0/rank)"), lines
+    row = next(line for line in lines if line.startswith("Functional.linear.0.forward.output.0: "))
+    assert row.split()[1] == "error" and row.endswith("golden: tested"), row
+    assert lines[-1] == ("first-overflow: verdict: Functional.linear.0.forward alone differs from the torch CPU bench "
+                         "beyond the tolerance but does not overflow: no inf/nan of its own on inputs drawn in the "
+                         "dumped range (rows above; the details CSV's Dtype Status says whether its dtype's rounding "
+                         "explains the difference)"), lines
+    assert not any("alone reproduces the overflow" in line for line in lines), lines
+    with open(next((out / "op_result_output").glob("accuracy_checking_details_*.csv")), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["Tested Dtype"], r["Bench Dtype"], r["Status"], r["Dtype Status"], r["Inf/NaN Not In Bench"])
+            for r in rows] == [("float16", "float32", "error", "pass", "0")], rows
+    assert 1e-4 < float(rows[0]["MaxAbsErr"]) < 1e-3, rows
+
+
+def broken_torch_npu(folder: Path, body: str) -> dict:
+    """The environment of a machine whose torch_npu is broken (faked: there is no NPU here): PYTHONPATH holding a
+    torch_npu package of ``body``. Only the generated script imports torch_npu (to pick its device)."""
+    package = folder / "npu" / "torch_npu"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(body)
+    return {"PYTHONPATH": str(folder / "npu")}
+
+
+def ours(stderr: str) -> list:
+    """The recipe's own lines on stderr (overflow_check's `wrote ...` and just's `error: recipe ...` aside)."""
+    return [line for line in stderr.splitlines() if line.startswith("first-overflow:")]
+
+
+def running(out: Path, script: Path) -> list:
+    return ["first-overflow: first overflowing API: Torch.exp.0.forward (step0/rank)",
+            f"first overflow: Torch.exp.0 in {out.parent}/dump/step0/rank/dump.json", f"wrote {script}",
+            f"first-overflow: running {script} (reports in {out}/op_result_output)"]
+
+
+@pytest.mark.parametrize("body, said", [
+    ('raise SystemExit("torch_npu: CANN is not set up (source set_env.sh)")\n',
+     "torch_npu: CANN is not set up (source set_env.sh)"),
+    ('raise RuntimeError("libascendcl.so: cannot open shared object file")\n',
+     "RuntimeError: libascendcl.so: cannot open shared object file")])
+def test_first_overflow_tells_a_crash_of_the_script_from_a_verdict(tmp_path, body, said):
+    """The script dies before its verdict (exit status 1, as for a row in error, but no report): a failure."""
+    dump = overflowing_dump(tmp_path)
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out, env=broken_torch_npu(tmp_path, body))
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    script = out / "op" / "Torch.exp.0.forward.py"
+    assert result.stdout.splitlines() == running(out, script), result.stdout
+    errors = result.stderr.splitlines()
+    failed = (f"first-overflow: {script} failed with exit status 1 and left no readable report in "
+              f"{out}/op_result_output (its messages are above)")
+    assert ours(result.stderr) == [failed] and errors.index(said) < errors.index(failed), errors
+    assert not any("verdict" in line for line in result.stdout.splitlines() + errors), result
+    assert not (out / "op_result_output").exists()
+
+
+def test_first_overflow_fails_when_the_api_cannot_run(tmp_path):
+    """torch_npu imports but its device does not work: the tested side fails, the script reports it (exit status 1,
+    a row in error without numbers): no verdict on the overflow, a failure naming why."""
+    dump = overflowing_dump(tmp_path)
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out, env=broken_torch_npu(tmp_path, ""))
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    script = out / "op" / "Torch.exp.0.forward.py"
+    lines = result.stdout.splitlines()
+    assert lines[:4] == running(out, script), lines
+    note = next(line for line in lines if line.startswith("tested side failed: RuntimeError: "))
+    assert "device string: npu" in note, note
+    assert not any("verdict" in line for line in lines), lines
+    assert ours(result.stderr) == [f"first-overflow: {script} failed: {note}"], result.stderr
+
+
+def test_first_overflow_fails_when_the_script_exits_otherwise_than_its_report_says(tmp_path):
+    """A crash after the reports are written (a library dying at interpreter exit, faked with os._exit(3)): the
+    exit status is not the report's, so neither is read as a verdict; the recipe exits with that status."""
+    dump = overflowing_dump(tmp_path)
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out, env=broken_torch_npu(tmp_path, "import atexit, os\n"
+                                                                            "atexit.register(os._exit, 3)\n"))
+    assert result.returncode == 3, result.stdout[-2000:] + result.stderr[-2000:]
+    script = out / "op" / "Torch.exp.0.forward.py"
+    lines = result.stdout.splitlines()
+    assert lines[:4] == running(out, script) and not any("verdict" in line for line in lines), lines
+    assert len(list((out / "op_result_output").glob("accuracy_checking_*.csv"))) == 2
+    assert ours(result.stderr) == [
+        f"first-overflow: {script} failed with exit status 3, which its report in {out}/op_result_output does not "
+        "account for (its messages are above)"], result.stderr

@@ -13,9 +13,11 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+OWN_INF_NAN = "Inf/NaN Not In Bench"
+"""How many elements of the tested output are inf/nan where the bench's are finite: the API's own overflow."""
 DETAILS = ["API Name", "Bench Dtype", "Tested Dtype", "Shape", "Cosine", "MaxAbsErr", "MaxRelativeErr", "Status",
            "Message", "Golden MaxAbsErr Tested", "Golden MaxAbsErr Bench", "Further From Golden",
-           "Dtype Error Ratio", "Dtype Status"]
+           "Dtype Error Ratio", "Dtype Status", OWN_INF_NAN]
 RESULTS = ["API Name", "Forward Test Success", "Backward Test Success", "Message"]
 # torch.testing.assert_close's (rtol, atol) per dtype: the dtype-aware verdict of tested against the golden
 TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
@@ -39,11 +41,14 @@ def compare(tested: np.ndarray, bench: np.ndarray, golden: np.ndarray, dtype: st
     status = (not err.any()) if exact else cosine > case.cosine and float(err.max(initial=0)) < case.max_abs_err
     further_t, further_b = float(ratio.max(initial=0)), float(_abs_err(b, g).max(initial=0))
     dtype_ratio = float(np.max(ratio / (rtol * np.abs(g) + atol), initial=0)) if not exact else float(ratio.any())
+    # the tested side's own inf/nan: what tells an overflow of the API from a difference by rounding
+    own = int(np.count_nonzero(~np.isfinite(t) & np.isfinite(b)))
     return {"Cosine": cosine, "MaxAbsErr": float(err.max(initial=0)), "MaxRelativeErr": rel,
             "Status": "pass" if status else "error", "Message": "",
             "Golden MaxAbsErr Tested": further_t, "Golden MaxAbsErr Bench": further_b,
             "Further From Golden": "tested" if further_t > further_b else "bench" if further_b > further_t else "equal",
-            "Dtype Error Ratio": dtype_ratio, "Dtype Status": "pass" if dtype_ratio <= 1 else "error"}
+            "Dtype Error Ratio": dtype_ratio, "Dtype Status": "pass" if dtype_ratio <= 1 else "error",
+            OWN_INF_NAN: own}
 
 
 def _abs_err(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -74,8 +79,10 @@ def rows(case: Any, direction: str, outs: List[Any]) -> List[Dict[str, Any]]:
 
 
 def worst(name: str, found: List[Dict[str, Any]], iterations: int) -> Dict[str, Any]:
-    """The row of the worst iteration, with the spread of MaxAbsErr and Cosine across iterations."""
-    worst = max(found, key=lambda r: (r["Status"] == "error", r.get("MaxAbsErr") or 0.0))
+    """The row of the worst iteration (an error, then inf/nan of the tested side's own, then the largest
+    MaxAbsErr), with the spread of MaxAbsErr and Cosine across iterations."""
+    worst = max(found, key=lambda r: (r["Status"] == "error", r.get(OWN_INF_NAN) or 0,
+                                      r.get("MaxAbsErr") or 0.0))
     row = dict(worst, **{"API Name": name})
     errs = [r["MaxAbsErr"] for r in found if isinstance(r.get("MaxAbsErr"), float)]
     cosines = [r["Cosine"] for r in found if isinstance(r.get("Cosine"), float)]
