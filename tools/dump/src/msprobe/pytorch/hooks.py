@@ -1,98 +1,26 @@
-"""PyTorch hooks: a TorchFunctionMode for APIs (however they were imported; the functions themselves are
-not replaced, so ``act is F.gelu`` still holds), patched torch.distributed collectives, module hooks and
-parameter gradient hooks. Gradient gates: ``gates.py``; nested calls (``record_nested``): ``nested.py``.
+"""PyTorch hooks of one dumped window: the API mode (``api_mode.py``), the patched torch.distributed
+collectives (``collectives.py``), module hooks and parameter gradient hooks. Gradient gates:
+``gates.py``; nested calls (``record_nested``): ``nested.py``.
 """
 from __future__ import annotations
 
-import functools
 import operator
 import sys
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from msprobe.dump.calls import Call
 from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate, gate_call, gate_outputs, made_after, outside_mode, param_gradient_hook
+from .api_mode import DumpMode, set_grad
+from .collectives import CollectivePatches
+from .gates import gate, gate_outputs, made_after, outside_mode, param_gradient_hook
 from .hook_handles import HookHandles
 from .internals import DYNAMO_TRACES_MODES, compiled, compiling
 from .model_plan import ModelPlan
-from .nested import NestedRunner
-
-
-set_grad = torch.set_grad_enabled  # called, not entered: sets the mode at once
-
-
-def _inplace(name: str) -> bool:
-    if name.startswith("__"):
-        return name.startswith("__i") or name == "__setitem__"
-    return name.endswith("_")
-
-
-class DumpMode(TorchFunctionMode):
-    """Sees every overridable torch call while a step is dumped; records those in the API list."""
-
-    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False) -> None:
-        super().__init__()
-        self.engine = engine
-        self.table = table.by_func
-        self.nested = nested
-        self._runner = NestedRunner(self)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        key = self.table.get(func)
-        engine = self.engine
-        if key is None or engine.busy or compiling():  # (dynamo traces this as a plain call)
-            kwargs = kwargs or {}
-            return self._runner.body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
-        kwargs = kwargs or {}
-        call = engine.api_begin(key[0], key[1])
-        if not self.nested:
-            return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)
-        if call is None:
-            return self._runner.body(func, args, kwargs)
-        return run_recorded(engine, call, key[1], lambda *a, **k: self._runner.body(func, a, k), args, kwargs,
-                            nested=True)
-
-
-def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs, nested: bool = False) -> Any:
-    grad_mode = torch.is_grad_enabled()
-    if not grad_mode:  # (an optimizer's step): nothing to switch, and no backward to gate
-        engine.api_inputs(call, args, kwargs)
-        output = func(*args, **kwargs)
-        engine.api_outputs(call, output)
-        return output
-    set_grad(False)  # statistics never need autograd
-    try:
-        engine.api_inputs(call, args, kwargs)
-    finally:
-        set_grad(True)
-    if call.want_backward and not _inplace(name):
-        engine.busy = True
-        try:
-            output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs), nested)
-        finally:
-            engine.busy = False
-    else:
-        output = func(*args, **kwargs)
-    set_grad(False)
-    try:
-        engine.api_outputs(call, output)
-    finally:
-        set_grad(True)
-    return output
-
-
-def _unbusy_call(engine: DumpEngine, func, args, kwargs):
-    engine.busy = False
-    try:
-        return func(*args, **kwargs)
-    finally:
-        engine.busy = True
 
 
 class Hooks:
@@ -103,13 +31,12 @@ class Hooks:
         self.table = table
         self.record_nested = record_nested
         self._mode: Optional[DumpMode] = None
-        self._patched: List[Tuple[Any, str, Any]] = []
+        self._collectives = CollectivePatches(engine, table)
         self._module_hooks_on = HookHandles()
         self._grad_hooks_on = HookHandles()
         self._hooked_params: set = set()
         self._unhooked: List[tuple] = []  # parameters the last install left without a hook (frozen, dead)
         self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
-        self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
         self._prepared: "weakref.WeakKeyDictionary[ModelPlan, tuple]" = weakref.WeakKeyDictionary()
         self._installed: Optional[List[tuple]] = None  # the prepared models of the open window
@@ -124,7 +51,7 @@ class Hooks:
         if engine.api_level and not (compiled_here and not DYNAMO_TRACES_MODES):
             self._mode = DumpMode(engine, self.table, self.record_nested)
             self._mode.__enter__()
-            self._patch_distributed()
+            self._collectives.install()
         if engine.module_level:
             prepared = [self._prepared_of(model, prefix) for prefix, model in models]
             parked, self._parked = self._parked, None
@@ -168,9 +95,7 @@ class Hooks:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
-        for module, name, original in reversed(self._patched):
-            setattr(module, name, original)
-        self._patched.clear()
+        self._collectives.remove()
         if self._installed is not None:
             self._parked, self._installed = self._installed, None
 
@@ -201,40 +126,6 @@ class Hooks:
         self._grad_hooks_on.remove()
         self._hooked_params.clear()
         self._unhooked = []
-
-    # ----- torch.distributed (not overridable: the module's functions are patched while dumping) --
-    def _patch_distributed(self) -> None:
-        dist = torch.distributed
-        if not (dist.is_available() and self.table.distributed):
-            return
-        for name in self.table.distributed:
-            original = getattr(dist, name, None)
-            if original is None:
-                continue
-            # wrapped once, again only if the function was replaced
-            made = self._wrapped.get(name)
-            if made is None or made[0] is not original:
-                made = self._wrapped[name] = (original, self._wrap_collective(name, original))
-            setattr(dist, name, made[1])
-            self._patched.append((dist, name, original))
-
-    def _wrap_collective(self, name: str, original):
-        engine = self.engine
-
-        @functools.wraps(original)
-        @outside_mode
-        def collective(*args, **kwargs):
-            call = None if engine.busy else engine.api_begin("Distributed", name)
-            if call is None:
-                return original(*args, **kwargs)
-            engine.api_inputs(call, args, kwargs)
-            output = original(*args, **kwargs)
-            _bump_versions(args)  # c10d writes in place without bumping versions: no stale cached stats
-            # in-place collectives: the result is the updated first argument
-            engine.api_outputs(call, output if output is not None and not hasattr(output, "wait") else
-                               (args[0] if args else None))
-            return output
-        return collective
 
     # ----- modules ---------------------------------------------------------------------------------
     def _prepared_of(self, model: torch.nn.Module, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
@@ -375,15 +266,3 @@ class Hooks:
 def _own_parameters(module: torch.nn.Module) -> Dict[str, torch.Tensor]:
     """The module's own parameters by name (the same parameter under two names is listed once)."""
     return dict(module.named_parameters(recurse=False))
-
-
-def _bump_versions(values) -> None:
-    """Mark tensors a collective wrote in place as changed (the statistics cache keys on ``_version``)."""
-    for value in values:
-        if isinstance(value, (list, tuple)):
-            _bump_versions(value)
-        elif isinstance(value, torch.Tensor):
-            try:
-                torch.autograd.graph.increment_version(value)
-            except RuntimeError:  # inference tensors have no version counter (and are not cached by version)
-                pass
