@@ -82,8 +82,11 @@ def run(client: "docker.DockerClient", spec: ImageSpec, args: Sequence[str], out
     except DockerException as exc:
         raise MsprobeError(f"msprobe run: cannot create a container of {image}: {first_line(exc)}") from exc
     try:
+        # attached before it starts, as `docker run` does: an attach made after a fast container has exited
+        # can wait forever for output that never comes
+        output_stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
         container.start()
-        for out, err in container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True):
+        for out, err in output_stream:
             for stream, chunk in ((sys.stdout, out), (sys.stderr, err)):
                 if chunk:
                     stream.buffer.write(chunk)
