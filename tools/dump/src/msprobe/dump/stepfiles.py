@@ -117,9 +117,9 @@ class StepWriter(RankWriter):
 
     def _grouped_stacks(self) -> bytes:
         """stack.json: ``compact_dumps(group_stacks(stacks))``, each stack's JSON from ``stacks_json``."""
-        stacks_json = self._stacks_json
-        return b"{" + b", ".join(b'"%d": [%s, %s]' % (number, compact_dumps(entries).encode("utf-8"), stacks_json(frames))
-                                 for number, (entries, frames) in enumerate(stack_groups(self._stacks))) + b"}"
+        groups = (b'"%d": [%s, %s]' % (number, compact_dumps(entries).encode("utf-8"), self._stacks_json(frames))
+                  for number, (entries, frames) in enumerate(stack_groups(self._stacks)))
+        return b"{" + b", ".join(groups) + b"}"
 
     def _members(self) -> bytes:
         """``"name": value, ...`` of the step's entries, parts merged as ``read_journal`` merges records."""
