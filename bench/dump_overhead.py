@@ -132,6 +132,7 @@ def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> 
         for kind, dump in order:
             back[kind] += [run_step(kind, dump)[1] for _ in range(5)][1:]
             finish()
+    syncs = _syncs_added(run_step, finish) if device == "cuda" else None
     if hasattr(debugger, "flush"):
         debugger.flush()  # ours finishes files in the background: count them once written
     entries = size = dumped = 0
@@ -149,8 +150,25 @@ def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> 
             "all_in_ratio": median(wall["all-in"]) / median(wall["base"]),
             "cpu_ratio": median(cpu["dump"]) / median(cpu["base"]),
             "back_to_back_ratio": median(back["dump"]) / median(back["base"]),
+            "syncs_added": syncs,
             "base_ms": median(wall["base"]) * 1e3,
             "entries_per_step": entries / max(dumped, 1), "bytes_per_step": size / max(dumped, 1)}
+
+
+def _syncs_added(run_step, finish, steps: int = 3):
+    """Device synchronizations a dumped step makes beyond a no-dump step's, over ``steps`` untimed steps of
+    each (``cuda_check.counting_syncs``, beside this file)."""
+    from cuda_check import counting_syncs
+
+    counts = {}
+    for kind, dump in (("base", False), ("dump", True)):
+        with counting_syncs("cuda") as counted:
+            for _ in range(steps):
+                run_step(kind, dump)
+                if dump:
+                    finish()
+        counts[kind] = counted[0] / steps
+    return counts["dump"] - counts["base"]
 
 
 def _time_statistics():
@@ -302,7 +320,7 @@ def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: 
     header = (f"{'mode':20s} {'ours':>7s} {'target':>7s} {'stats':>6s} {'cpu':>7s} {'all-in':>7s} {'b2b':>7s} "
               f"{'entries/step':>12s} {'bytes/step':>11s}")
     if device == "cuda":
-        header += f" {'HBM':>5s}"
+        header += f" {'HBM':>5s} {'syncs':>5s}"
     if version:
         header += (f" {'msprobe ' + version:>15s} {'faster':>6s} {'less add':>8s} {'cpu':>7s} {'b2b':>7s} "
                    f"{'entries/step':>12s} {'bytes/step':>11s}")
@@ -315,6 +333,7 @@ def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: 
                 f"{row['bytes_per_step']:11.0f}")
         if device == "cuda":
             line += f" {row['hbm_share']:5.2f}" if row.get("hbm_share") is not None else f" {'':5s}"
+            line += f" {row['syncs_added']:5.1f}" if row.get("syncs_added") is not None else f" {'':5s}"
         up = theirs.get(label)
         if up:
             # faster: msprobe's step ratio over ours (how "3x faster" is counted); less add: the time msprobe adds
@@ -324,7 +343,8 @@ def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: 
                      f"{up['back_to_back_ratio']:6.2f}x {up['entries_per_step']:12.0f} {up['bytes_per_step']:11.0f}")
         print(line)
     print("stats: the statistics kernels' share of a no-dump step; all-in: until the step's files are on disk"
-          + ("; HBM: their read rate against the GPU's memory bandwidth" if device == "cuda" else "")
+          + ("; HBM: their read rate against the GPU's memory bandwidth; syncs: device synchronizations a "
+             "dumped step adds (torch's sync debug mode, 3 untimed steps)" if device == "cuda" else "")
           + ("; faster: msprobe's ratio over ours; less add: the time msprobe adds to a step over the time ours adds"
              if version else ""))
     if why and not (version and all(theirs.get(label) for label in ours if label not in ASYNC)):
