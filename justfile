@@ -82,7 +82,8 @@ ckpt-diff a b out="ckpt_diff.json":
 
 # From a dump to a verdict: first API with inf/nan (overflow_check) -> op_generate's script for it -> run it.
 # Exit 0 with a verdict (the API alone agrees with the bench, differs without overflowing, or overflows where
-# the bench does not: msprobe.op_generate.first_overflow reads its reports); non-zero when a step fails.
+# the bench does not: msprobe.op_generate.first_overflow reads its reports); non-zero when a step fails. A first
+# event that is a collective (Distributed.*) is named, with why no script is run for it, and exit 0.
 first-overflow dump out="first_overflow":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -92,6 +93,8 @@ first-overflow dump out="first_overflow":
     origin=$({{python}} -m msprobe.op_generate.first_overflow origin "$out/overflow.json")
     if [ -z "$origin" ]; then echo "first-overflow: no inf/nan in $dump"; exit 0; fi
     echo "first-overflow: $origin"
+    why=$({{python}} -m msprobe.op_generate.first_overflow alone "$out/overflow.json")
+    if [ -n "$why" ]; then echo "first-overflow: $why"; exit 0; fi
     rm -rf "$out/op" "$out/op_result_output"  # this run's reports only: their absence tells a crash
     {{just_executable()}} _ms op_generate "$out" op_generate --from-overflow "$dump" -o "$out/op"
     script=$(find "$out/op" -name '*.py')

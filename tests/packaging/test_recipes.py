@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,28 @@ def test_first_overflow_fails_when_the_script_exits_otherwise_than_its_report_sa
     assert ours(result.stderr) == [
         f"first-overflow: {script} failed with exit status 3, which its report in {out}/op_result_output does not "
         "account for (its messages are above)"], result.stderr
+
+
+def test_first_overflow_names_a_collective_and_runs_no_script_for_it(tmp_path):
+    """Rank 0 alone of a two-rank run (torchrun, gloo): its inf/nan arrives through all_reduce from rank 1, whose
+    dump is not there. The recipe names the collective as such and runs no script (op_generate runs one rank's
+    kernel; a collective's inf/nan is another rank's data)."""
+    dump = tmp_path / "dump"
+    script = REPO / "tests" / "overflow" / "dist_overflow_script.py"
+    ran = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc_per_node", "2",
+                          str(script), str(dump), "statistics"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    shutil.rmtree(dump / "step0" / "rank1")
+    out = tmp_path / "fo"
+    result = dev("first-overflow", dump, out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stdout.splitlines() == [
+        "first-overflow: first inf/nan received through a collective: Distributed.all_reduce.1.forward (step0/rank0)",
+        "first-overflow: Distributed.all_reduce.1.forward is a collective, not run alone: its inf/nan came from "
+        "another rank's data (or from before the dump), not from a kernel of this rank. Dump every rank "
+        "(\"rank\": []) and run this again to see where it began"], result.stdout
+    [step] = json.loads((out / "overflow.json").read_text())
+    assert [(e["op_name"], e["kind"], e["collective"]) for e in step["events"]] == [
+        ("Distributed.all_reduce.1.forward", "origin", True)], step
+    assert not (out / "op").exists()

@@ -3,6 +3,8 @@ first and how, and what the script op_generate wrote for it says once run alone.
 
 ``python -m msprobe.op_generate.first_overflow origin OVERFLOW_JSON`` prints what the first event is
 (``first overflowing API: Torch.exp.0.forward (step0/rank)``), nothing when the dump holds no inf/nan.
+``python -m msprobe.op_generate.first_overflow alone OVERFLOW_JSON`` prints why that event cannot be run alone
+(a collective), nothing when it can.
 ``python -m msprobe.op_generate.first_overflow verdict OVERFLOW_JSON SCRIPT STATUS REPORTS`` prints the
 verdict from the script's exit status and the reports it wrote in REPORTS (exit 0), or, on stderr, that the
 script gave none (exit non-zero).
@@ -32,9 +34,21 @@ class Event:
     op_name: str
     where: str
     kind: str
+    collective: bool = False
+    """A ``Distributed.*`` entry: the rank received its inf/nan through it, or sent what it already held."""
 
     def describe(self) -> str:
-        return f"{KINDS.get(self.kind, 'first API with inf/nan')}: {self.op_name} ({self.where})"
+        kind = ("first inf/nan received through a collective" if self.collective and self.kind == "origin"
+                else KINDS.get(self.kind, "first API with inf/nan"))
+        return f"{kind}: {self.op_name} ({self.where})"
+
+    def why_not_alone(self) -> Optional[str]:
+        """Why op_generate cannot run this event's API on its own, or None when it can."""
+        if not self.collective:
+            return None
+        return (f"{self.op_name} is a collective, not run alone: its inf/nan came from another rank's data (or "
+                "from before the dump), not from a kernel of this rank. Dump every rank (\"rank\": []) and run "
+                "this again to see where it began")
 
 
 def first_event(summary: List[Dict[str, Any]]) -> Optional[Event]:
@@ -43,7 +57,7 @@ def first_event(summary: List[Dict[str, Any]]) -> Optional[Event]:
         if step.get("events"):
             event = step["events"][0]
             where = "/".join(part for part in (step.get("step_dir"), event["rank"]) if part)
-            return Event(event["op_name"], where, event["kind"])
+            return Event(event["op_name"], where, event["kind"], bool(event.get("collective")))
     return None
 
 
@@ -114,6 +128,11 @@ def main(argv: List[str]) -> int:
     if argv[0] == "origin":
         if event is not None:
             print(event.describe())
+        return 0
+    if argv[0] == "alone":
+        why = event.why_not_alone() if event is not None else None
+        if why:
+            print(why)
         return 0
     code, line = verdict(event.op_name, argv[2], int(argv[3]), Path(argv[4]))
     print(line, file=sys.stderr if code else sys.stdout)

@@ -143,6 +143,7 @@ def summary_json(results: List[StepResult]) -> str:
                                                           "op_name": result.origin.op_name},
             "tied": [{"rank": e.rank.label, "op_name": e.op_name} for e in result.tied],
             "events": [{"rank": e.rank.label, "op_name": e.op_name, "kind": e.kind,
-                        "collectives_before": e.state.collectives_before} for e in result.events],
+                        "collectives_before": e.state.collectives_before, "collective": e.state.is_collective}
+                       for e in result.events],
         })
     return json.dumps(doc, indent=1)
