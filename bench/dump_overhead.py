@@ -21,7 +21,9 @@ running beside the next one, as when every step of a run is dumped (its first st
 counted; the writer is waited for between blocks). The two copies of the model differ by a few percent
 between workers (the "not dumped" row shows it): ``--repeat N`` runs N workers per mode and side, in
 rounds over all modes, and prints the median of each figure. With msprobe: "faster" is msprobe's step
-ratio over ours, "less add" the time msprobe adds to a step over the time ours adds.
+ratio over ours, "less add" the time msprobe adds to a step over the time ours adds. A dumped step makes
+two directories and a few files (both tools): the header says the dump directory's file system and what a
+file create costs there, which differs by an order of magnitude between file systems (``--dump-dir``).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_MODEL = REPO / "tools" / "dump" / "src" / "msprobe" / "pytorch" / "tiny_model.py"
@@ -224,20 +227,50 @@ def _opened_ahead(path: Path) -> bool:
     return path.name == JOURNAL_NAME and not journal_recorded(path)
 
 
-def run_worker(python: str, label: str, steps: int, timeout: int, model: str = "tiny", device: str = "cpu"):
+def run_worker(python: str, label: str, steps: int, timeout: int, model: str = "tiny", device: str = "cpu",
+               dump_dir: Optional[str] = None):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     if python == sys.executable:  # ours
         env["PYTHONPATH"] = os.pathsep.join(SOURCES)
     try:
         done = subprocess.run([python, __file__, "--worker", label, "--steps", str(steps), "--model", model,
-                               "--device", device], capture_output=True, text=True, timeout=timeout, env=env)
+                               "--device", device] + (["--dump-dir", dump_dir] if dump_dir else []),
+                              capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc).splitlines()[0]
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         return None, (done.stderr.strip().splitlines() or ["no output"])[-1]
     return json.loads(lines[-1]), None
+
+
+def dump_dir_line(dump_dir: Optional[str], files: int = 200) -> str:
+    """The dump directory's file system and the median time to create (and close) an empty file there, over
+    ``files`` creates: a dumped step makes two directories and four files."""
+    folder = Path(tempfile.mkdtemp(prefix="msprobe-bench-creates-", dir=dump_dir))
+    try:
+        times = []
+        for number in range(files):
+            start = time.perf_counter()
+            os.close(os.open(folder / str(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            times.append(time.perf_counter() - start)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return (f"dump directory: {folder.parent} ({_file_system(folder.parent)}); a file create there: "
+            f"{statistics.median(times) * 1e6:.0f} us (median of {files})")
+
+
+def _file_system(path: Path) -> str:
+    """The type of the file system holding ``path`` (the longest mount point above it), from /proc/mounts."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "file system unknown"
+    resolved = str(path.resolve())
+    above = [(point, kind) for point, kind in mounts
+             if resolved == point or resolved.startswith(point.rstrip("/") + "/")]
+    return max(above, key=lambda mount: len(mount[0]))[1] if above else "file system unknown"
 
 
 def upstream_version(python: str):
@@ -262,13 +295,15 @@ def main() -> int:
     parser.add_argument("--upstream-python", help="python of a venv with mindstudio-probe (e.g. 26.2.0) and torch")
     parser.add_argument("--repeat", type=int, default=1,
                         help="workers per mode and side, taken in turns; each figure printed is their median")
+    parser.add_argument("--dump-dir", help="where the workers write their dumps (default: the system's temporary "
+                        "directory, TMPDIR)")
     parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)
     from dump_overhead_mindspore import add_msadapter_options  # (beside this file, first on the path)
 
     add_msadapter_options(parser)
     args = parser.parse_args()
     if args.worker:
-        work = Path(tempfile.mkdtemp(prefix="msprobe-bench-"))
+        work = Path(tempfile.mkdtemp(prefix="msprobe-bench-", dir=args.dump_dir))
         try:
             print(json.dumps(worker(args.worker, args.steps, work, args.model, args.device)))
         finally:
@@ -282,13 +317,14 @@ def main() -> int:
     runs = {label: ([], []) for label in labels}  # label -> (ours, msprobe's), one result per round
     for _ in range(max(1, args.repeat)):  # rounds: a drift in machine load reaches every mode and both sides
         for label in labels:
-            row, error = run_worker(sys.executable, label, args.steps, 1800, args.model, args.device)
+            row, error = run_worker(sys.executable, label, args.steps, 1800, args.model, args.device, args.dump_dir)
             if error:
                 print(f"{label}: our run failed: {error}", file=sys.stderr)
                 return 1
             runs[label][0].append(row)
             if version and label not in ASYNC:
-                row, error = run_worker(args.upstream_python, label, args.steps, 3600, args.model, args.device)
+                row, error = run_worker(args.upstream_python, label, args.steps, 3600, args.model, args.device,
+                                        args.dump_dir)
                 if error:
                     why = f"{label}: {error}"
                 else:
@@ -296,6 +332,7 @@ def main() -> int:
     ours = {label: median_row(mine) for label, (mine, _) in runs.items()}
     theirs = {label: median_row(up) if up else None for label, (_, up) in runs.items()}
     report(ours, theirs, version, why, args.model, args.device)
+    print(dump_dir_line(args.dump_dir))
     if args.model != "tiny" or args.device != "cpu" or args.modes:
         return 0
     # MindSpore native and MSAdapter rows, same run: bench/dump_overhead_mindspore.py

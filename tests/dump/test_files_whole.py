@@ -24,13 +24,14 @@ from msprobe.pytorch import PrecisionDebugger
 
 real_open, opened, recorded = builtins.open, [], threading.Event()
 
-class Cut:  # the process is killed halfway through the bytes of the 5th tensor file, once all is recorded
+class Cut:  # the process is killed halfway through the bytes of the 5th tensor file: on the writer thread once
+           # all is recorded, on the training thread (a small file, written by the hook) at once
     def __init__(self, handle): self.handle = handle
     def __enter__(self): return self
     def __exit__(self, *exc): self.handle.close()
     def write(self, data):
         self.handle.write(bytes(memoryview(data)[:len(data) // 2])); self.handle.flush()
-        recorded.wait(60); os._exit(9)
+        recorded.wait(0 if threading.current_thread() is threading.main_thread() else 60); os._exit(9)
     def __getattr__(self, name): return getattr(self.handle, name)
 
 def cutting_open(path, mode="r", *args, **kwargs):
@@ -44,7 +45,7 @@ def cutting_open(path, mode="r", *args, **kwargs):
 builtins.open = cutting_open
 debugger = PrecisionDebugger(task="tensor", level="L1", dump_path=sys.argv[1])
 debugger.start()
-x = torch.randn(64, 64)
+x = torch.randn(int(sys.argv[2]), int(sys.argv[2]))
 for _ in range(6):
     x = torch.tanh(x @ x)
 recorded.set()
@@ -54,17 +55,36 @@ debugger.step()
 
 
 def test_a_kill_while_writing_leaves_no_partial_file_and_inspect_says_what_is_missing(tmp_path):
+    """Files of 1.6 MB: written by the writer thread, behind the records naming them."""
     dump = tmp_path / "dump"
-    done = subprocess.run([sys.executable, "-c", KILLED_MIDWAY, str(dump)], capture_output=True, timeout=120)
-    assert done.returncode == 9, done.stderr
-    files = sorted((dump / "step0" / "rank" / "dump_tensor_data").glob("*.pt"))
-    assert files
-    for path in files:  # every file under its final name is whole
-        assert torch.load(path, weights_only=True).shape == (64, 64)
+    assert _killed_while_writing(dump, 640)
     inspect = subprocess.run([MSPROBE, "inspect", str(dump)], capture_output=True, text=True, timeout=120)
     assert inspect.returncode == 2 and "tensor files missing or unreadable:" in inspect.stdout
     assert inspect.stderr.startswith("msprobe: error: ") and inspect.stderr.count("\n") == 1
     assert "tensor file(s) named in dump.json missing or unreadable, first " in inspect.stderr
+
+
+def test_a_kill_while_the_hook_writes_a_small_file_leaves_every_recorded_entry_whole(tmp_path):
+    """Files of 16 KB: written by the hook before the entry's record, so the entry being written when the
+    process dies is not in the journal, and every file the journal names is there."""
+    dump = tmp_path / "dump"
+    assert _killed_while_writing(dump, 64)
+    inspect = subprocess.run([MSPROBE, "inspect", str(dump)], capture_output=True, text=True, timeout=120)
+    assert inspect.returncode == 0, inspect.stdout + inspect.stderr
+    # matmul, tanh, matmul recorded; the second tanh died writing its output
+    assert "entries=3 forward=3" in inspect.stdout and "tensors=8" in inspect.stdout, inspect.stdout
+    assert "recovered from the journal of an interrupted run" in inspect.stdout, inspect.stdout
+
+
+def _killed_while_writing(dump: Path, side: int) -> list:
+    """KILLED_MIDWAY on side x side tensors: the whole tensor files it left (none cut under its name)."""
+    done = subprocess.run([sys.executable, "-c", KILLED_MIDWAY, str(dump), str(side)], capture_output=True,
+                          timeout=120)
+    assert done.returncode == 9, done.stderr
+    files = sorted((dump / "step0" / "rank" / "dump_tensor_data").glob("*.pt"))
+    for path in files:  # every file under its final name is whole
+        assert torch.load(path, weights_only=True).shape == (side, side)
+    return files
 
 
 def test_inspect_names_a_cut_tensor_file(tmp_path):

@@ -84,3 +84,46 @@ def test_deferred_work_stays_ahead_of_the_next_call_while_other_threads_queue_fi
     files.drain()
     ours = [item for item in done if isinstance(item, tuple)]
     assert ours == [(kind, i) for i in range(300) for kind in ("metadata", "finish")]
+
+
+def test_a_snapshot_here_accepts_is_written_by_the_caller_and_a_failure_stops_the_files_after_it():
+    """``here``: small host files without async_dump (``StepOutput._written_here``); the rest go to the thread."""
+    done, errors = [], []
+
+    def save(snapshot, path):
+        if snapshot == b"bad":
+            raise OSError("disk full")
+        done.append((path, threading.current_thread() is threading.main_thread()))
+
+    files = TensorFileWriter(save, lambda exc, what: errors.append(f"{what}: {exc}"), size=len,
+                             here=lambda snapshot, nbytes: nbytes <= 4)
+    files.put(b"abc", "small.pt")
+    assert done == [("small.pt", True)] and files._thread is None  # written before put returned, no thread
+    files.put(b"0123456789", "large.pt")
+    files.drain()
+    assert done[-1] == ("large.pt", False)
+    files.put(b"bad", "bad.pt")
+    files.put(b"ab", "after.pt")
+    files.put(b"0123456789", "large after.pt")
+    files.drain()
+    assert [path for path, _ in done] == ["small.pt", "large.pt"] and errors == ["writing bad.pt: disk full"]
+
+
+def test_step_output_writes_small_host_files_in_the_hook_only_without_async_dump():
+    from msprobe.dump.adapter import Adapter
+    from msprobe.dump.output import WRITTEN_HERE_BYTES, StepOutput
+
+    class HostAdapter(Adapter):
+        def snapshot_nbytes(self, snapshot):
+            return len(snapshot)
+
+        def snapshot_on_host(self, snapshot):
+            return snapshot != b"on device"
+
+    def writer(asynchronous):
+        return StepOutput({}, HostAdapter(), True, asynchronous, lambda exc, what: None)._file_writer()
+
+    here = writer(False)._here
+    assert here(b"x", 1) and here(b"x", WRITTEN_HERE_BYTES) and not here(b"x", WRITTEN_HERE_BYTES + 1)
+    assert not here(b"on device", 9)
+    assert writer(True)._here is None

@@ -18,11 +18,13 @@ The adapter (``msprobe/dump/adapter.py``) provides, per tensor:
 ``tensor_meta(t) -> (type, dtype name as the format spells it, shape, requires_grad)``,
 ``tensor_stats(t, precision, md5) -> handle`` (reduction started on the tensor's device, no sync),
 ``stats_to_host(handles) -> [{"Max","Min","Mean","Norm"[,"md5"]}]`` (one transfer per batch),
-``snapshot(t)`` (copy safe from in-place changes) and ``save_tensor(snapshot, path)`` (background thread),
+``snapshot(t)`` (copy safe from in-place changes) and ``save_tensor(snapshot, path)`` (background thread,
+or the hook's for a small snapshot that ``snapshot_on_host``),
 ``describe_value(v)`` for framework scalars (dtype, device...), ``rank()``,
 ``install(engine, models)`` / ``uninstall_forward()`` for its hooks. Optional: ``summary_modes`` with
 ``tensor_xor(t) -> handle`` (``summary_mode: xor``), ``unsaved_note(t)`` (why a tensor gets no file: meta,
-sparse), ``snapshot_nbytes(snapshot)`` (bounds the writer's backlog).
+sparse), ``snapshot_nbytes(snapshot)`` (bounds the writer's backlog), ``snapshot_on_host(snapshot)`` (no device
+copy in flight).
 
 Failures: an error of the dump itself in any hook goes to ``engine.fail(exc, where)`` (the engine's own
 methods do this): dumping stops for the run, one line on stderr, the training is untouched. Hooks let

@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 class Adapter:
     """What the engine needs from a framework. Methods are called on the thread that ran the hook,
-    except ``save_tensor`` (background writer thread) and ``stats_to_host`` (flush points)."""
+    except ``save_tensor`` (background writer thread, or the hook's: ``snapshot_on_host``) and
+    ``stats_to_host`` (flush points)."""
 
     framework = "unknown"
     """Written as ``framework`` in dump.json: pytorch | mindspore | mindtorch."""
@@ -57,7 +58,7 @@ class Adapter:
         raise NotImplementedError
 
     def save_tensor(self, snapshot: Any, path: str) -> None:
-        """Write one tensor file (called from the background writer thread), whole or not at all under
+        """Write one tensor file (from the background writer thread or the hook's), whole or not at all under
         ``path`` (``msprobe.schema.jsonio.write_bytes_atomic``): a killed process leaves no partial file."""
         raise NotImplementedError
 
@@ -69,6 +70,11 @@ class Adapter:
     def snapshot_nbytes(self, snapshot: Any) -> int:
         """Host memory a snapshot holds (bounds the writer's backlog)."""
         return 0
+
+    def snapshot_on_host(self, snapshot: Any) -> bool:
+        """Whether ``save_tensor`` can write the snapshot without waiting for a device (no copy still in
+        flight): then, when small and ``async_dump`` is off, the hook thread writes it at once."""
+        return False
 
     def describe_value(self, value: Any) -> Optional[Dict[str, Any]]:
         """A non-tensor framework object (dtype, device, Size...) as ``{"type", "value"}``; None = unknown."""

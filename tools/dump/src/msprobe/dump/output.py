@@ -1,5 +1,6 @@
 """Where a step's entries go: the rank directory's journal (``StepWriter``), tensor files and the
-construct/stack metadata, written through one background writer thread.
+construct/stack metadata, written through one background writer thread (small host tensor files without
+``async_dump``: by the hook).
 
 The engine decides what is recorded; this writes it. An entry's journal record is on the kernel's side when
 ``entry`` returns (a killed process keeps it); metadata is gathered and written in bulk at ``step()``
@@ -21,6 +22,11 @@ from .ahead import OpenedAhead
 from .entry import PendingTensor
 from .stepfiles import StacksJson, StepWriter
 from .writer import TensorFileWriter
+
+
+WRITTEN_HERE_BYTES = 1 << 20
+"""Tensor files of at most this many bytes are written by the hook thread when ``async_dump`` is off; a larger
+one's copy and write go to the writer thread, beside the training."""
 
 
 class StepOutput:
@@ -153,8 +159,14 @@ class StepOutput:
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:
             adapter = self._adapter
-            self._files = TensorFileWriter(adapter.save_tensor, self._on_error, adapter.snapshot_nbytes)
+            self._files = TensorFileWriter(adapter.save_tensor, self._on_error, adapter.snapshot_nbytes,
+                                           None if self._asynchronous else self._written_here)
         return self._files
+
+    def _written_here(self, snapshot: Any, nbytes: int) -> bool:
+        """Without ``async_dump`` a step's files are waited for at its end anyway: one small enough that
+        the hand-over to the writer thread costs more than the write is written by the hook (``writer.py``)."""
+        return nbytes <= WRITTEN_HERE_BYTES and self._adapter.snapshot_on_host(snapshot)
 
     def _queue_files(self, name: str, tensors: List[PendingTensor]) -> None:
         files = self._file_writer()

@@ -1,5 +1,7 @@
-"""Background writer: tensor files and the end-of-step JSON files. The hook thread only queues work;
-a daemon thread does the file I/O (fsync included) in order."""
+"""Background writer: tensor files and the end-of-step JSON files. The hook thread queues work; a daemon
+thread does the file I/O (fsync included) in order. Small host snapshots may be written by the hook thread
+itself (``here``): for a file of a few kilobytes, handing it to the thread costs more than writing it, as
+the two threads then trade the GIL around every file."""
 from __future__ import annotations
 
 import functools
@@ -29,10 +31,13 @@ class TensorFileWriter:
     counting, and ``drain`` waits for a marker queued behind the work."""
 
     def __init__(self, save: Callable[[Any, str], None], on_error: Callable[[BaseException, str], None] = _warn,
-                 size: Callable[[Any], int] = lambda snapshot: 0) -> None:
+                 size: Callable[[Any], int] = lambda snapshot: 0,
+                 here: Optional[Callable[[Any, int], bool]] = None) -> None:
         """``on_error(exc, what)``: the first error (a full disk); tensor files queued after it are not
-        written (other work still runs, its errors go to ``on_error`` too). ``size(snapshot)``: its bytes."""
+        written (other work still runs, its errors go to ``on_error`` too). ``size(snapshot)``: its bytes.
+        ``here(snapshot, nbytes)``: whether ``put`` writes that snapshot on the calling thread, at once."""
         self._save = save
+        self._here = here
         self._on_error = on_error
         self._size = size
         self.stopped = False
@@ -48,10 +53,13 @@ class TensorFileWriter:
         self._queueing = threading.Lock()  # tensor files come from autograd's device threads too
 
     def put(self, snapshot: Any, path: str) -> None:
+        nbytes = 0 if callable(snapshot) else self._size(snapshot)
+        if self._here is not None and not callable(snapshot) and self._here(snapshot, nbytes):
+            self._do(snapshot, path)
+            return
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="msprobe-tensor-writer", daemon=True)
             self._thread.start()
-        nbytes = 0 if callable(snapshot) else self._size(snapshot)
         if self._behind():
             self._wait_for_room()
         with self._queueing:  # what was deferred goes first, whichever thread queues next
@@ -100,16 +108,21 @@ class TensorFileWriter:
         while True:
             snapshot, path, nbytes = self._queue.get()
             try:
-                if callable(snapshot):
-                    snapshot()
-                elif not self.stopped:
-                    self._write(snapshot, path)
-            except Exception as exc:  # a full disk must not kill training: the dump stops instead
-                self.stopped = True
-                self._on_error(exc, f"writing {path}")
+                self._do(snapshot, path)
             finally:
                 self._done_bytes += nbytes
                 self._done += 1
+
+    def _do(self, snapshot: Any, path: str) -> None:
+        """Run queued work, or write a tensor file unless an error stopped them."""
+        try:
+            if callable(snapshot):
+                snapshot()
+            elif not self.stopped:
+                self._write(snapshot, path)
+        except Exception as exc:  # a full disk must not kill training: the dump stops instead
+            self.stopped = True
+            self._on_error(exc, f"writing {path}")
 
     def _write(self, snapshot: Any, path: str) -> None:
         """Save, or hard-link when the adapter handed the same snapshot again (one API's output is the next

@@ -71,6 +71,12 @@ class MindSporeAdapter(Adapter):
     def snapshot(self, tensor: Any) -> Any:
         return stats.to_numpy(tensor)  # task tensor copies every tensor to the host anyway
 
+    def snapshot_nbytes(self, snapshot: Any) -> int:
+        return int(snapshot.nbytes)
+
+    def snapshot_on_host(self, snapshot: Any) -> bool:
+        return True  # (to_numpy has copied it)
+
     def save_tensor(self, snapshot: Any, path: str) -> None:
         buffer = io.BytesIO()
         np.save(buffer, snapshot)

@@ -137,6 +137,9 @@ class TorchAdapter(Adapter):
         copy = snapshot[0] if isinstance(snapshot, tuple) else snapshot
         return copy.numel() * copy.element_size()
 
+    def snapshot_on_host(self, snapshot: Any) -> bool:
+        return not isinstance(snapshot, tuple)  # (a device tensor's copy comes with its event)
+
     def save_tensor(self, snapshot: Any, path: str) -> None:
         if isinstance(snapshot, tuple):
             snapshot, event = snapshot
