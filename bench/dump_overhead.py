@@ -22,8 +22,9 @@ counted; the writer is waited for between blocks). The two copies of the model d
 between workers (the "not dumped" row shows it): ``--repeat N`` runs N workers per mode and side, in
 rounds over all modes, and prints the median of each figure. With msprobe: "faster" is msprobe's step
 ratio over ours, "less add" the time msprobe adds to a step over the time ours adds. A dumped step makes
-two directories and a few files (both tools): the header says the dump directory's file system and what a
-file create costs there, which differs by an order of magnitude between file systems (``--dump-dir``).
+two directories and a few files (both tools): the last line says the dump directory's file system and what a
+file create cost there before and after the workers, which differs by an order of magnitude between file
+systems, and on a virtual disk within an hour (``--dump-dir``).
 """
 from __future__ import annotations
 
@@ -245,9 +246,9 @@ def run_worker(python: str, label: str, steps: int, timeout: int, model: str = "
     return json.loads(lines[-1]), None
 
 
-def dump_dir_line(dump_dir: Optional[str], files: int = 200) -> str:
-    """The dump directory's file system and the median time to create (and close) an empty file there, over
-    ``files`` creates: a dumped step makes two directories and four files."""
+def create_cost(dump_dir: Optional[str], files: int = 200) -> float:
+    """The median seconds to create (and close) an empty file in ``dump_dir``, over ``files`` creates: a
+    dumped step makes two directories and four files there."""
     folder = Path(tempfile.mkdtemp(prefix="msprobe-bench-creates-", dir=dump_dir))
     try:
         times = []
@@ -257,8 +258,14 @@ def dump_dir_line(dump_dir: Optional[str], files: int = 200) -> str:
             times.append(time.perf_counter() - start)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return (f"dump directory: {folder.parent} ({_file_system(folder.parent)}); a file create there: "
-            f"{statistics.median(times) * 1e6:.0f} us (median of {files})")
+    return statistics.median(times)
+
+
+def dump_dir_line(dump_dir: Optional[str], before: float, after: float) -> str:
+    """The dump directory, its file system, and ``create_cost`` before and after the workers ran."""
+    where = Path(dump_dir or tempfile.gettempdir())
+    return (f"dump directory: {where} ({_file_system(where)}); a file create there: {before * 1e6:.0f} us before "
+            f"the workers, {after * 1e6:.0f} us after (medians of 200)")
 
 
 def _file_system(path: Path) -> str:
@@ -311,6 +318,7 @@ def main() -> int:
         return 0
     version, why = (upstream_version(args.upstream_python) if args.upstream_python
                     else (None, "no --upstream-python given"))
+    creates_before = create_cost(args.dump_dir)
     labels = [label for label in MODES if not args.modes or label in args.modes.split(",")]
     if "not dumped" not in labels:
         labels.insert(0, "not dumped")
@@ -332,7 +340,7 @@ def main() -> int:
     ours = {label: median_row(mine) for label, (mine, _) in runs.items()}
     theirs = {label: median_row(up) if up else None for label, (_, up) in runs.items()}
     report(ours, theirs, version, why, args.model, args.device)
-    print(dump_dir_line(args.dump_dir))
+    print(dump_dir_line(args.dump_dir, creates_before, create_cost(args.dump_dir)))
     if args.model != "tiny" or args.device != "cpu" or args.modes:
         return 0
     # MindSpore native and MSAdapter rows, same run: bench/dump_overhead_mindspore.py
