@@ -2,22 +2,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.compare.compare_helpers import DUMP_TINY, PLANTED_API, dump_env, msprobe
+from tests.support.torchrun import two_ranks
 
 
 def _torchrun(out: Path, plant: bool) -> Path:
-    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    env = dump_env(out, plant=plant, PLANT_RANK="1")
-    done = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", str(DUMP_TINY)], env=env,
-                          capture_output=True, text=True, timeout=600, cwd=str(out.parent))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    two_ranks(DUMP_TINY, env=dump_env(out, plant=plant, PLANT_RANK="1"), cwd=out.parent, timeout=600)
     return out
 
 

@@ -2,24 +2,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from msprobe.schema import find_rank_dirs
+from tests.support.torchrun import two_ranks
 
 WORKER = Path(__file__).with_name("dist_worker.py")
 
 
 def _torchrun(dump: Path, ranks: str) -> None:
-    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", str(WORKER), str(dump), ranks],
-                          capture_output=True, text=True, timeout=240, env=env)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    two_ranks(WORKER, dump, ranks, timeout=240)
 
 
 @pytest.mark.slow

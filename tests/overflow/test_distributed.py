@@ -2,31 +2,21 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.torchrun import two_ranks
+
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _torchrun(tmp_path: Path, task: str) -> Path:
     dump = tmp_path / f"dump_{task}"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", str(_free_port()),
-                           str(HERE / "dist_overflow_script.py"), str(dump), task],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    two_ranks(HERE / "dist_overflow_script.py", dump, task, cwd=tmp_path)
     return dump
 
 

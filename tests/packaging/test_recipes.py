@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.torchrun import two_ranks
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -298,10 +300,7 @@ def test_first_overflow_names_a_collective_and_runs_no_script_for_it(tmp_path):
     kernel; a collective's inf/nan is another rank's data)."""
     dump = tmp_path / "dump"
     script = REPO / "tests" / "overflow" / "dist_overflow_script.py"
-    ran = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc_per_node", "2",
-                          str(script), str(dump), "statistics"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    two_ranks(script, dump, "statistics", cwd=tmp_path)
     shutil.rmtree(dump / "step0" / "rank1")
     out = tmp_path / "fo"
     result = dev("first-overflow", dump, out)
