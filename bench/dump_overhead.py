@@ -309,6 +309,8 @@ def main() -> int:
 
     add_msadapter_options(parser)
     args = parser.parse_args()
+    if args.dump_dir and not os.path.isdir(args.dump_dir):
+        parser.error(f"--dump-dir: {args.dump_dir} is not a directory")
     if args.worker:
         work = Path(tempfile.mkdtemp(prefix="msprobe-bench-", dir=args.dump_dir))
         try:
