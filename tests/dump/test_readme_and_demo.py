@@ -108,7 +108,8 @@ def test_demo_part_returns_the_dump_path(tmp_path):
 
 
 def test_bench_refuses_a_dump_dir_that_is_not_a_directory(tmp_path):
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "dump_overhead.py"), "--dump-dir", str(tmp_path / "no")],
-                          capture_output=True, text=True, timeout=120)
+    bench = REPO / "bench" / "dump_overhead.py"
+    done = subprocess.run([sys.executable, str(bench), "--dump-dir", str(tmp_path / "no")], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1] == f"dump_overhead.py: error: --dump-dir: {tmp_path / 'no'} is not a directory"
