@@ -9,8 +9,10 @@ API (stable; other tests rely on it)::
     proc = run_upstream_cli("26.2.0", ["compare", "-tp", A, "-gp", B, "-o", OUT], cwd=tmp_path)
 
 Versions known to work: ``SUPPORTED`` (``26.2.0`` and ``8.3.3``). Each venv lives in
-``${MSPROBE_CACHE:-~/.cache/msprobe}/upstream/mindstudio-probe-<version>/`` and is made under a file
-lock (parallel test processes build it once). It holds only ``mindstudio-probe`` (installed
+``${MSPROBE_CACHE:-~/.cache/msprobe}/upstream/mindstudio-probe-<version>-<key>/`` and is made under a file
+lock (parallel test processes build it once). It reads this clone's site-packages, so it is keyed by that
+path and stamped with it (tests/support/cached_venv.py): a clone never uses an entry whose clone is gone.
+It holds only ``mindstudio-probe`` (installed
 ``--no-deps``) and the few pure-Python packages upstream imports that the suite's venv lacks; torch,
 numpy, pandas and the rest come from the suite's own venv through a ``.pth`` line naming its
 site-packages (appended after the venv's own, so upstream's regular ``msprobe`` package shadows the
@@ -33,13 +35,10 @@ import os
 import socket
 import subprocess
 import sys
-import sysconfig
-import venv
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
-from filelock import FileLock
-
+from tests.support.cached_venv import ensure_venv, keyed_dir, prune_stale, suite_site_packages
 from tests.support.msadapter_env import cache_dir
 
 SUPPORTED = ("26.2.0", "8.3.3")
@@ -51,45 +50,30 @@ _EXTRA_PACKAGES = {
     "26.2.0": ["tqdm", "einops", "pytz", "packaging", "wheel", "matplotlib", "tensorboard"],
     "8.3.3": ["tqdm", "einops", "pytz", "rich", "tabulate", "pwinput", "wheel", "matplotlib", "tensorboard"],
 }
-_DONE = ".msprobe-upstream-complete"
 
 
 def venv_dir(version: str) -> Path:
-    return cache_dir() / "upstream" / f"mindstudio-probe-{version}"
+    """This clone's entry: keyed by the suite site-packages its ``.pth`` line names (tests/support/cached_venv)."""
+    return keyed_dir(cache_dir() / "upstream", f"mindstudio-probe-{version}", [suite_site_packages()])
 
 
 def upstream_python(version: str) -> Path:
     """The python of a venv holding ``mindstudio-probe==version``, created on first use."""
     if version not in SUPPORTED:
         raise ValueError(f"upstream msprobe {version!r} is not one of {SUPPORTED}")
-    root = venv_dir(version)
-    python = root / "bin" / "python"
-    if _complete(root, version):
-        return python
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root) + ".lock", timeout=1800):
-        if not _complete(root, version):
-            _build(version, root)
-    return python
+    site = suite_site_packages()
+    prune_stale(cache_dir() / "upstream")
+    root = ensure_venv(venv_dir(version), recipe={"mindstudio-probe": version, "extras": _EXTRA_PACKAGES[version]},
+                       depends_on=[site], build=lambda root: _build(version, root, site))
+    return root / "bin" / "python"
 
 
-def _stamp(version: str) -> str:
-    """What a finished venv records: a change of the package list rebuilds it."""
-    return " ".join([version] + _EXTRA_PACKAGES[version]) + "\n"
-
-
-def _complete(root: Path, version: str) -> bool:
-    done = root / _DONE
-    return done.is_file() and done.read_text() == _stamp(version)
-
-
-def _build(version: str, root: Path) -> None:
-    venv.EnvBuilder(clear=True, with_pip=True, symlinks=True).create(root)
+def _build(version: str, root: Path, suite_site: Path) -> None:
     python = root / "bin" / "python"
     site = Path(subprocess.check_output(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     # the suite's site-packages (torch, numpy, pandas...) after the venv's own
-    (site / "zz_suite_site_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "zz_suite_site_packages.pth").write_text(f"{suite_site}\n")
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run(pip + ["--no-deps", f"mindstudio-probe=={version}"], check=True)
     missing = [p for p in _EXTRA_PACKAGES[version] if not _importable(python, p)]
@@ -97,7 +81,6 @@ def _build(version: str, root: Path) -> None:
         subprocess.run(pip + missing, check=True)
     subprocess.run([str(python), "-c", "import msprobe.msprobe, msprobe.pytorch"], check=True, env=_env(),
                    cwd=str(root))
-    (root / _DONE).write_text(_stamp(version))
 
 
 def _importable(python: Path, package: str) -> bool:
