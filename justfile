@@ -33,9 +33,9 @@ services:
     bash .ci/dockerd.sh start
     bash dockerfiles/msadapter/build_rootfs.sh
 
-# Set everything up and run the whole test suite.
+# Set everything up and run the whole test suite (two workers: MSPROBE_TEST_WORKERS; 0 runs it in one process).
 test: setup services
-    {{python}} -m pytest -q -p no:cacheprovider
+    {{python}} -m pytest -q -p no:cacheprovider -n "${MSPROBE_TEST_WORKERS:-2}" --dist loadgroup --durations 30
 
 # Only the tests that need neither docker nor the MSAdapter rootfs.
 test-fast: setup

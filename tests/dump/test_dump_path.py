@@ -63,15 +63,30 @@ def test_a_folder_holding_an_earlier_run_is_refused_and_left_alone(tmp_path):
     assert sorted(p.name for p in (tmp_path / "dump").rglob("*")) == before
 
 
+def dump_one_sin(debugger) -> None:
+    debugger.start()
+    torch.sin(torch.ones(2))
+    debugger.stop()
+    debugger.step()
+
+
 def test_other_ranks_of_this_run_may_have_begun(tmp_path):
     earlier_run(tmp_path / "dump", rank=1, hours_ago=0)  # another process of this run, started with this one
-    PrecisionDebugger(task="statistics", dump_path=str(tmp_path / "dump"))
+    theirs = (tmp_path / "dump" / "step0" / "rank1" / "dump.json").read_bytes()
+    dump_one_sin(PrecisionDebugger(task="statistics", level="L1", dump_path=str(tmp_path / "dump")))
+    ranks = {rank.path.name: rank for rank in find_rank_dirs(tmp_path / "dump")}
+    assert sorted(ranks) == ["rank", "rank1"]  # this process (no rank: not distributed) beside rank 1
+    assert "Torch.sin.0.forward" in ranks["rank"].load().dump.data
+    assert (tmp_path / "dump" / "step0" / "rank1" / "dump.json").read_bytes() == theirs
 
 
 def test_other_files_and_empty_step_folders_are_no_dump(tmp_path):
     (tmp_path / "dump" / "step0" / "rank0").mkdir(parents=True)  # a killed run's folder opened ahead
     (tmp_path / "dump" / "notes.txt").write_text("mine")
-    PrecisionDebugger(task="statistics", dump_path=str(tmp_path / "dump"))
+    dump_one_sin(PrecisionDebugger(task="statistics", level="L1", dump_path=str(tmp_path / "dump")))
+    assert (tmp_path / "dump" / "notes.txt").read_text() == "mine"
+    [rank] = find_rank_dirs(tmp_path / "dump")
+    assert "Torch.sin.0.forward" in rank.load().dump.data
 
 
 def test_a_second_debugger_of_the_same_script_writes_on(tmp_path):

@@ -7,6 +7,8 @@ from typing import Callable, Dict, List
 
 import pytest
 
+from tests.support.ci import unavailable
+
 from msprobe.cli.main import main as msprobe_main
 from msprobe.op_generate import generate, parse_op_config
 
@@ -30,7 +32,7 @@ def ms_apis():
 def ms_dump(tmp_path_factory, ms_apis) -> Path:
     """dump.json (task tensor, L1) of 22 MindSpore APIs run forward and backward by ms.grad."""
     if importlib.util.find_spec("mindspore") is None:
-        pytest.skip("mindspore is not installed")
+        unavailable("mindspore is not installed")
     root = tmp_path_factory.mktemp("ms_dump")
     ms_apis.dump(root)
     return root / "step0" / "rank" / "dump.json"

@@ -7,8 +7,10 @@ import importlib.util
 import numpy as np
 import pytest
 
+from tests.support.ci import unavailable
+
 if importlib.util.find_spec("mindspore") is None:
-    pytest.skip("mindspore is not installed", allow_module_level=True)
+    unavailable("mindspore is not installed", module=True)
 
 import mindspore  # noqa: E402
 from mindspore import mint  # noqa: E402

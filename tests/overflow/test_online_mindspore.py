@@ -1,13 +1,18 @@
 """Online overflow_check with real MindSpore (CPU, PyNative), then the offline analysis."""
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ms = pytest.importorskip("mindspore")
+from tests.support.ci import unavailable
+
+if importlib.util.find_spec("mindspore") is None:
+    unavailable("mindspore is not installed", module=True)
+import mindspore as ms  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
 
 from msprobe.mindspore import PrecisionDebugger  # noqa: E402

@@ -14,8 +14,8 @@ def in_ci() -> bool:
     return os.environ.get("CI") == "true"
 
 
-def unavailable(reason: str) -> None:
-    """Skip the test for ``reason``; under CI, fail it."""
+def unavailable(reason: str, module: bool = False) -> None:
+    """Skip the test (with ``module``, the whole test file) for ``reason``; under CI, fail it."""
     if in_ci():
-        pytest.fail(f"required in CI: {reason}")
-    pytest.skip(reason)
+        pytest.fail(f"required in CI: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=module)

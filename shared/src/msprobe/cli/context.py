@@ -5,8 +5,6 @@ from typing import Optional
 
 import typer
 
-FRAMEWORKS = ("pytorch", "mindspore")
-
 
 def framework(ctx: typer.Context) -> Optional[str]:
     """The ``-f/--framework`` given before the subcommand, or None (msprobe 26.x style)."""

@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from ..schema.errors import MsprobeError
+from ..schema.kinds import FRAMEWORKS
 from . import config_check_cmd, demo, inspect_cmd
-from .context import FRAMEWORKS
 from .plugins import KNOWN_COMMANDS, install_hint, load_group
 
 DISTRIBUTION = "msprobe-shared"

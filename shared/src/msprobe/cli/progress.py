@@ -6,7 +6,7 @@ Shown only to a person at a terminal: off with ``--quiet`` and whenever stderr i
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 import typer
 
@@ -32,6 +32,36 @@ def _tracked(items: Sequence[T], description: str) -> Iterator[T]:
     from rich.progress import track as rich_track
 
     yield from rich_track(items, description=description, console=Console(stderr=True), transient=True)
+
+
+class Bar:
+    """A bar fed by completions, from any thread: ``with Bar(total, "comparing", quiet, in_bytes=True) as bar:
+    bar.advance(n)``. Drawn only where :func:`shown`; ``transient``, so the summary lines replace it."""
+
+    def __init__(self, total: int, description: str, quiet: bool = False, in_bytes: bool = False) -> None:
+        self._bar: Any = None
+        if total and shown(quiet):
+            from rich.console import Console
+            from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
+                                       TextColumn, TimeRemainingColumn, TransferSpeedColumn)
+
+            amount = [DownloadColumn(), TransferSpeedColumn()] if in_bytes else [MofNCompleteColumn()]
+            self._bar = Progress(TextColumn(description), BarColumn(), TaskProgressColumn(), *amount,
+                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self._task = self._bar.add_task(description, total=total)
+
+    def __enter__(self) -> "Bar":
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, amount: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, amount)
 
 
 def warn(line: str) -> None:

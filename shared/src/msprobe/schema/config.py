@@ -13,11 +13,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PathLike, SchemaError
 from .jsonio import load_json
+from .kinds import LEVELS, TASKS
 from .ranges import IntRanges
 from .values import boolean, choice, int_list, optional_int, optional_string, str_list, string, unknown
 
-TASKS = ("statistics", "tensor", "overflow_check")
-LEVELS = ("L0", "L1", "mix")
 DATA_MODES = ("all", "forward", "backward", "input", "output")
 SUMMARY_MODES = ("statistics", "md5", "xor")
 FILE_FORMATS = ("npy", "bin")

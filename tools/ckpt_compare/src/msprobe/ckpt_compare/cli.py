@@ -9,12 +9,12 @@ from typing import Optional
 import typer
 
 from msprobe.schema.errors import MsprobeError
+from msprobe.schema.kinds import FRAMEWORKS  # MSAdapter checkpoints (mindspore) are torch.save files too
 
 from .compare import run, summary
 from .options import CompareOptions
 
 DEFAULT_OUTPUT = Path("ckpt_similarity.json")
-FRAMEWORKS = ("pytorch", "mindspore")  # MSAdapter (mindspore) checkpoints use the same torch.save format
 
 
 def compare_checkpoints(path1: Path, path2: Path, output: Optional[Path], framework: Optional[str],

@@ -18,10 +18,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from msprobe.cli.progress import Bar
+
 from .kernel import Scratch, l2_cos, scalars, single_threaded_blas, sums
 from .model import Param
 from .options import CompareOptions
-from .progress import Bar
 from .reader import Files, Source, replicas_differ
 
 
@@ -52,7 +53,7 @@ def execute(pairs: List[Tuple[str, Param, Param, int]], entries: Dict[str, Dict[
         total = sum(job.elems * (job.left.size + job.right.size) for job in jobs)
         run = _Run(files, tasks, options)
         started = time.perf_counter()
-        with Bar(total, options.progress) as bar, single_threaded_blas():
+        with Bar(total, "comparing", quiet=not options.progress, in_bytes=True) as bar, single_threaded_blas():
             run.start(bar.advance)
         return time.perf_counter() - started, total
     finally:

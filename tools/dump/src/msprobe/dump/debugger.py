@@ -47,7 +47,6 @@ class BaseDebugger:
 
     # Which registry of open / latest debuggers this class shares (one per adapter package).
     _family = ""
-    # True: the latest debugger is held strongly, as upstream scripts create it without keeping a reference.
     # How start()'s errors name the model: "needs {_model_needed}", "expected {_model_expected} or a list/tuple".
     _model_needed = "the model (or a list of them)"
     _model_expected = "a model"

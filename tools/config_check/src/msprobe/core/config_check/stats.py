@@ -5,8 +5,7 @@ import os
 from typing import Any, Callable, Dict, Iterator, Tuple
 
 from msprobe.schema.errors import MsprobeError
-
-FRAMEWORKS = ("pytorch", "mindspore")
+from msprobe.schema.kinds import FRAMEWORKS
 
 
 def check_framework(fmk: str) -> str:
