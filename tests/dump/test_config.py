@@ -67,7 +67,7 @@ def test_bad_api_list(tmp_path):
 
 def test_missing_task_plugin_is_a_clear_error(tmp_path, monkeypatch):
     # overflow_check comes from tools/overflow; when it is not installed the message says so
-    import msprobe.cli.plugins as plugins
+    import msprobe.schema.plugins as plugins
 
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
     with pytest.raises(MsprobeError, match="overflow_check"):

@@ -9,8 +9,9 @@ an integer attribute ``order`` on the function places it (lower first).
 from __future__ import annotations
 
 import sys
-from importlib import metadata
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict
+
+from ..schema.plugins import entry_points
 
 # Commands documented by msprobe that come from tools of this suite: name → distribution to install.
 KNOWN_COMMANDS = {
@@ -23,13 +24,6 @@ CONFIG_CHECK_HANDLERS = {
     "compare_packs": ("msprobe-config-check", "tools/config_check"),
     "compare_checkpoints": ("msprobe-ckpt-compare", "tools/ckpt_compare"),
 }
-
-
-def entry_points(group: str) -> List[metadata.EntryPoint]:
-    found = metadata.entry_points()
-    if hasattr(found, "select"):
-        return list(found.select(group=group))
-    return list(found.get(group, []))  # Python 3.9
 
 
 def load_group(group: str) -> Dict[str, Callable[..., Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
-from msprobe.schema import DebuggerConfig, MsprobeError
+from msprobe.schema import DebuggerConfig, MsprobeError, plugins
 
 TASK_GROUP = "msprobe.dump.tasks"
 
@@ -52,9 +52,7 @@ def resolve_task(config: DebuggerConfig,
         return tasks[name](config)
     if name in BUILTIN_TASKS:
         return BUILTIN_TASKS[name](config)
-    from msprobe.cli.plugins import entry_points
-
-    for point in entry_points(TASK_GROUP):
+    for point in plugins.entry_points(TASK_GROUP):
         if point.name == name:
             return point.load()(config)
     raise MsprobeError(f"{config.source or 'config'}: field 'task': task '{name}' needs a tool that is not "
