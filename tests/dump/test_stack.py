@@ -76,3 +76,19 @@ def _loop_with(captures):
     for capture in captures:
         out.append(capture())  # one call instruction for all of them
     return out
+
+
+def test_the_caches_stay_bounded_and_right_when_code_keeps_coming(monkeypatch):
+    """Generated code (a new code object per step, as exec'd or compiled code makes) never grows the caches
+    much past LIMIT, and a stack captured after they were cleared still names its own frames."""
+    monkeypatch.setattr(stack, "LIMIT", 8)
+    seen = []
+    for step in range(40):
+        scope = {"capture": stack.capture}
+        exec(compile(f"def generated_{step}():\n    return capture()\n", f"<generated {step}>", "exec"), scope)
+        frames = scope[f"generated_{step}"]()
+        assert f"in generated_{step}," in frames[0] and f"<generated {step}>" in frames[0]
+        seen.append(frames)
+        # checked before each new stack: at most LIMIT, plus the code objects of the one stack just added
+        assert len(stack._STACKS) <= 8 and len(stack._CODES) <= 8 + len(frames)
+    assert len({id(frames) for frames in seen}) == len(seen)  # never another stack's list

@@ -2,8 +2,14 @@
 ``sys._getframe`` and each (code, line) is formatted once per process.
 
 Caches key on ``id(code)``, never on the code object: hashing a code object hashes its bytecode and
-constants on every lookup (per frame, per call).
-Each cache value holds its code object, so an id cannot be reused while it is cached."""
+constants on every lookup (per frame, per call). ``_CODES`` holds every code object an id-keyed cache
+refers to, so an id cannot be reused while it is cached; the caches are bounded (``LIMIT`` distinct stacks
+or code objects, as generated code may bring new ones every step) and cleared all together.
+
+The contract with the writers: ``capture`` hands out one list object per distinct stack while it is cached,
+so a writer may group entries by the list's identity (``output._write_metadata``, ``stepfiles.StacksJson``)
+only while it holds the lists it groups by. After a clear an equal stack comes back as a new list: it is then
+written twice, never under another stack's entries."""
 from __future__ import annotations
 
 import dis
@@ -12,6 +18,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
+LIMIT = 1 << 16
 _FORMATTED: Dict[Tuple[object, int], str] = {}
 _STACKS: Dict[Tuple, List[str]] = {}
 _SKIP_DIRS = (os.sep + os.path.join("msprobe", "dump") + os.sep, os.sep + os.path.join("msprobe", "pytorch") + os.sep,
@@ -135,6 +142,8 @@ def _walk(frame, limit: int) -> Tuple[Tuple, List[object]]:
 def _frames_of(key: Tuple, codes: List[object]) -> List[str]:
     frames = _STACKS.get(key)
     if frames is None:
+        if len(_STACKS) >= LIMIT or len(_CODES) >= LIMIT:
+            _clear()
         # one list object per distinct stack: writers may dedupe by identity
         frames = [_frame_line(code, key[2 * i + 1]) for i, code in enumerate(codes)]
         _STACKS[key] = frames
@@ -144,3 +153,9 @@ def _frames_of(key: Tuple, codes: List[object]) -> List[str]:
 def forget() -> None:
     """Release the frames ``capture`` remembers (they hold their locals)."""
     _RECENT.clear()
+
+
+def _clear() -> None:
+    """Every cache at once: an id-keyed entry must never outlive the code object ``_CODES`` keeps for it."""
+    for cache in (_RECENT, _STACKS, _FORMATTED, _SKIP, _CODES):
+        cache.clear()
