@@ -28,13 +28,13 @@ PARTS = ("statistics", "stacks", "journal", "gates")
 def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     """part -> switch(off): replaces (or restores) the function that does that part."""
     import msprobe.dump.engine as engine
-    import msprobe.dump.stepfiles as stepfiles
+    from msprobe.schema.rank_writer import RankWriter
     import msprobe.pytorch.gates as gates
     import msprobe.pytorch.hooks as hooks
     import msprobe.pytorch.stats as stats
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
-    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": stepfiles.StepWriter.entry,
+    original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": RankWriter.entry,
                 "gate": gates.gate, "hooks_gate": hooks.gate, "gate_output": gates._gate_output}
 
     def no_gate(engine_, call, side, value, path, count, recorded_later=True):
@@ -48,7 +48,7 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
         engine.stack.capture = (lambda *args: []) if off else original["capture"]
 
     def journal(off: bool) -> None:
-        stepfiles.StepWriter.entry = (lambda self, name, value: None) if off else original["entry"]
+        RankWriter.entry = (lambda self, name, value: None) if off else original["entry"]
 
     def gates_(off: bool) -> None:  # the views of arguments and the hooks of outputs
         gates.gate = no_gate if off else original["gate"]

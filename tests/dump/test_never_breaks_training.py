@@ -11,7 +11,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from msprobe.dump import stack, stepfiles
+from msprobe.dump import stack
+from msprobe.schema import rank_writer
 from msprobe.pytorch import PrecisionDebugger, stats
 from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.schema import SchemaError, find_rank_dirs
@@ -80,8 +81,8 @@ def armed(target, phase: str, raised: list):
 
 
 POINTS = {  # what fails: (module or class, attribute), the tasks and the phases it is called in
-    "journal write": ((stepfiles, "_write_all"), "statistics", ("forward", "backward")),
-    "step files": ((stepfiles, "write_bytes_atomic"), "statistics", ("step",)),
+    "journal write": ((rank_writer, "_write_all"), "statistics", ("forward", "backward")),
+    "step files": ((rank_writer, "write_bytes_atomic"), "statistics", ("step",)),
     "tensor files": ((TorchAdapter, "save_tensor"), "tensor", ("forward", "backward")),
     "statistics": ((stats, "reduce"), "statistics", ("forward", "backward")),
     "stack capture": ((stack, "capture"), "statistics", ("forward",)),
@@ -131,7 +132,7 @@ def test_a_failure_stops_the_dump_and_the_training_goes_on(point, phase, level, 
 
 def test_a_failure_on_the_background_thread_with_async_dump(monkeypatch, tmp_path, capfd, undumped):
     raised: list = []
-    monkeypatch.setattr(stepfiles, "write_bytes_atomic", lambda *args, **kwargs: raised.append(1) or disk_full())
+    monkeypatch.setattr(rank_writer, "write_bytes_atomic", lambda *args, **kwargs: raised.append(1) or disk_full())
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"task": "statistics", "level": "mix", "dump_path": str(tmp_path / "dump"),
                                   "async_dump": True}))

@@ -1,13 +1,13 @@
-"""Crash-safe writing of one rank directory, and recovery of what a killed run wrote.
+"""The journal of one rank directory, and recovery of what a killed run wrote.
 
-Entries are appended to ``dump.journal`` as they are recorded; a record reaches the kernel with
-every ``flush()``, so a SIGKILL loses nothing already flushed. Records: ``["h", header]``,
-``["d", entry, value]`` (a later record for the same entry adds or replaces top-level keys),
-``["c", node, parent]``, ``["c", {node: parent, ...}]`` (several nodes at once), ``["s", entry, frames]``
-and ``["s", [entries], frames]`` (one stack shared by several entries, written once). ``finalize()``
-turns the journal into ``dump.json``, ``stack.json`` and ``construct.json`` (written atomically) and, at
-the end of a step, removes it. Readers that find a journal read it instead of dump.json: it holds
-everything dump.json holds and more.
+``RankWriter`` (``msprobe.schema.rank_writer``) appends entries to ``dump.journal`` as they are recorded; a
+record reaches the kernel as it is written (stack and construct records with every ``flush()``), so a
+SIGKILL loses nothing already written. Records: ``["h", header]``, ``["d", entry, value]`` (a later record
+for the same entry adds or replaces top-level keys), ``["c", node, parent]``, ``["c", {node: parent, ...}]``
+(several nodes at once), ``["s", entry, frames]`` and ``["s", [entries], frames]`` (one stack shared by
+several entries, written once). At the end of a step the writer writes ``dump.json``, ``stack.json`` and
+``construct.json`` (atomically) and removes the journal. Readers that find a journal read it instead of
+dump.json: it holds everything dump.json holds and more.
 
 The journal is one JSON line per record, which any JSON reader reads (the json module's spelling, with
 its ``Infinity``/``NaN`` tokens); a last line cut by a kill is dropped, and so are zero bytes after the
@@ -15,18 +15,14 @@ last record (a file system may leave them after a crash).
 """
 from __future__ import annotations
 
-import io
 import json
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from .construct import group_stacks
 from .dump import DumpFile, validate_dump
 from .errors import PathLike, SchemaError
-from .jsonio import compact_dumps, path_kind, read_file, write_json_atomic
+from .jsonio import compact_dumps, path_kind, read_file
 
 JOURNAL_NAME = "dump.journal"
 """A step's journal. The dump opens the next step's on a background thread before that step records
@@ -41,72 +37,6 @@ class RankFiles:
     dump: DumpFile
     construct: Dict[str, Any]
     stacks: Dict[str, List[str]]
-
-
-class RankWriter:
-    """Appends entries of one rank directory to its journal; thread-safe."""
-
-    def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True,
-                 make_dir: bool = True) -> None:
-        """``make_dir=False``: ``rank_dir`` is known to exist (no system calls to make sure)."""
-        self.rank_dir = Path(rank_dir)
-        if make_dir:
-            self.rank_dir.mkdir(parents=True, exist_ok=True)
-        self.journal_path = self.rank_dir / JOURNAL_NAME
-        self._lock = threading.Lock()
-        self._autoflush = autoflush
-        # (a buffer size given: open() then asks no terminal question, a system call less)
-        self._handle = open(self.journal_path, "ab", buffering=io.DEFAULT_BUFFER_SIZE)
-        self._write(["h", header])
-
-    def entry(self, name: str, value: Dict[str, Any]) -> None:
-        """Record an entry; a later call with the same name adds or replaces its top-level keys."""
-        self._write(["d", name, value])
-
-    def construct(self, node: str, parent: Any) -> None:
-        self._write(["c", node, parent])
-
-    def constructs(self, nodes: Dict[str, Any]) -> None:
-        """Several construct nodes (node -> parent) in one record."""
-        self._write(["c", nodes])
-
-    def stack(self, entry: str, frames: List[str]) -> None:
-        self._write(["s", entry, frames])
-
-    def shared_stack(self, entries: List[str], frames: List[str]) -> None:
-        """One stack line for several entries (the same call site, called again and again)."""
-        self._write(["s", entries, frames])
-
-    def _write(self, item: list) -> None:
-        record = json_record(item)
-        with self._lock:
-            self._handle.write(record)
-            if self._autoflush:
-                self._handle.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            self._handle.flush()
-
-    def finalize(self, remove_journal: bool, indent: Optional[int] = 1) -> RankFiles:
-        """Write dump.json / stack.json / construct.json from the journal; optionally remove the journal.
-
-        ``indent=None`` writes compact JSON with the C encoder (what the dump engine uses: much faster).
-        """
-        with self._lock:
-            self._handle.flush()
-            files = read_journal(self.journal_path)
-            write_json_atomic(self.rank_dir / DUMP_NAME, files.dump.to_json(), indent=indent)
-            write_json_atomic(self.rank_dir / STACK_NAME, group_stacks(files.stacks), indent=indent)
-            write_json_atomic(self.rank_dir / CONSTRUCT_NAME, files.construct, indent=indent)
-            if remove_journal:
-                self._handle.close()
-                os.remove(self.journal_path)
-            return files
-
-    @property
-    def closed(self) -> bool:
-        return self._handle.closed
 
 
 def json_record(item: list) -> bytes:

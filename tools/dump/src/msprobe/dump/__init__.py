@@ -62,7 +62,7 @@ created with the first entry written for that step); every entry whose statistic
 with one write as it is recorded, so a killed process keeps it (device statistics come back in batches of
 ``stats_batch`` entries, or at stop/step). Stacks and construct records are written in bulk at stop() and
 step(). step() writes dump.json/stack.json/construct.json from the entries' journal lines kept in memory
-(``stepfiles.StepWriter``: the same bytes as ``RankWriter.finalize``) and removes the journal: before it
+(``RankWriter.finish``; a killed run's journal reads back as the same files) and removes the journal: before it
 returns (``async_dump: false``, msprobe's default), or on the background thread (``async_dump: true``);
 ``engine.wait()`` (``PrecisionDebugger.flush()``) blocks until that and every queued tensor file is done,
 and runs at process exit.

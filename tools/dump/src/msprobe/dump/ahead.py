@@ -17,20 +17,19 @@ import threading
 from typing import Callable, List, Optional
 
 from msprobe.schema.journal import JOURNAL_NAME
+from msprobe.schema.rank_writer import RankWriter
 from msprobe.schema.tree import TENSOR_DIR
-
-from .stepfiles import StepWriter
 
 
 class OpenedAhead:
     """The writer of one rank directory, opened by ``run()`` on the writer thread unless taken first."""
 
-    def __init__(self, rank_dir: str, open_writer: Callable[[str, bool], StepWriter]) -> None:
+    def __init__(self, rank_dir: str, open_writer: Callable[[str, bool], RankWriter]) -> None:
         """``open_writer(rank_dir, dir_made)``: a new writer of that directory's journal."""
         self.rank_dir = rank_dir
         self._open_writer = open_writer
         self._lock = threading.Lock()
-        self._writer: Optional[StepWriter] = None
+        self._writer: Optional[RankWriter] = None
         self._taken = False
         self._made: List[str] = []  # the directories run() created, innermost last
 
@@ -47,7 +46,7 @@ class OpenedAhead:
             # the tensor directory (tensor task) is the writer's: one in a rank directory made now is new too
             self._made = made + ([os.path.join(self.rank_dir, TENSOR_DIR)] if self.rank_dir in made else [])
 
-    def take(self, rank_dir: Optional[str]) -> Optional[StepWriter]:
+    def take(self, rank_dir: Optional[str]) -> Optional[RankWriter]:
         """The writer, when it is open and for ``rank_dir``; None otherwise (nothing is opened after this;
         an open one for another directory is removed: ``remove()`` it on the writer thread)."""
         with self._lock:

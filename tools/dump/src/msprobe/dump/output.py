@@ -1,4 +1,4 @@
-"""Where a step's entries go: the rank directory's journal (``StepWriter``), tensor files and the
+"""Where a step's entries go: the rank directory's journal (``RankWriter``), tensor files and the
 construct/stack metadata, written through one background writer thread (small host tensor files without
 ``async_dump``: by the hook).
 
@@ -13,14 +13,13 @@ import functools
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from msprobe.schema import RankWriter
 from msprobe.schema.names import tensor_file
+from msprobe.schema.rank_writer import RankWriter, StacksJson
 from msprobe.schema.tree import TENSOR_DIR
 
 from .adapter import Adapter
 from .ahead import OpenedAhead
 from .entry import PendingTensor
-from .stepfiles import StacksJson, StepWriter
 from .writer import TensorFileWriter
 
 
@@ -41,7 +40,7 @@ class StepOutput:
         self._suffix = adapter.tensor_suffix
         self._save_tensors = save_tensors
         self._on_error = on_error
-        self._writer: Optional[StepWriter] = None
+        self._writer: Optional[RankWriter] = None
         self._rank_dir: Optional[str] = None
         self._files: Optional[TensorFileWriter] = None
         self._metadata: List[Tuple[str, str, Any]] = []
@@ -148,13 +147,13 @@ class StepOutput:
         self._writer = writer if writer is not None else self._new_writer(path)
         return self._writer
 
-    def _new_writer(self, path: str, dir_made: bool = False) -> StepWriter:
+    def _new_writer(self, path: str, dir_made: bool = False) -> RankWriter:
         """``dir_made``: ``path`` exists (``OpenedAhead`` made it)."""
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        return StepWriter(path, dict(self._header, dump_data_dir=tensor_dir), make_dir=not dir_made and not tensor_dir,
-                          stacks_json=self._stacks_json)
+        return RankWriter(path, dict(self._header, dump_data_dir=tensor_dir), autoflush=False,
+                          make_dir=not dir_made and not tensor_dir, stacks_json=self._stacks_json)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:
@@ -180,7 +179,7 @@ class StepOutput:
             tensor.snapshot = None
 
 
-def _write_metadata(writer: StepWriter, items: List[Tuple[str, str, Any]]) -> None:
+def _write_metadata(writer: RankWriter, items: List[Tuple[str, str, Any]]) -> None:
     # stack.capture hands out one list object per distinct stack: one journal record per distinct stack,
     # and one for all construct nodes
     stacks: Dict[int, Tuple[List[str], List[str]]] = {}

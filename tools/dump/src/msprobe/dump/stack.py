@@ -7,7 +7,7 @@ refers to, so an id cannot be reused while it is cached; the caches are bounded 
 or code objects, as generated code may bring new ones every step) and cleared all together.
 
 The contract with the writers: ``capture`` hands out one list object per distinct stack while it is cached,
-so a writer may group entries by the list's identity (``output._write_metadata``, ``stepfiles.StacksJson``)
+so a writer may group entries by the list's identity (``output._write_metadata``, ``msprobe.schema.rank_writer.StacksJson``)
 only while it holds the lists it groups by. After a clear an equal stack comes back as a new list: it is then
 written twice, never under another stack's entries."""
 from __future__ import annotations
