@@ -28,6 +28,12 @@ image_label() {  # image label -> value or empty
     docker image inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true
 }
 
+unmount_below() {  # dir: unmount what an interrupted build left mounted in it, deepest first, so rm -rf can work
+    local mnt
+    awk -v d="$1" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r \
+        | while read -r mnt; do umount -l "$mnt" || die "cannot unmount $mnt"; done
+}
+
 # ---------------------------------------------------------------- msprobe/base:py311
 build_base() {
     local tar="$CACHE/images/bookworm-py311.tar" dir="$CACHE/images/bookworm-py311"
@@ -36,8 +42,10 @@ build_base() {
         [[ $(id -u) -eq 0 ]] || die "debootstrap needs root"
         command -v debootstrap >/dev/null || die "debootstrap not found; run: apt-get install -y debootstrap"
         log "debootstrap bookworm minbase -> $dir"
+        unmount_below "$dir"
         rm -rf "$dir"
-        debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
+        # a private mount namespace: the proc debootstrap mounts in the target goes when it ends, even if it fails
+        unshare -m --propagation private debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
             bookworm "$dir" "$MIRROR" > "$CACHE/images/debootstrap-bookworm.log" 2>&1 \
             || die "debootstrap bookworm failed, see $CACHE/images/debootstrap-bookworm.log"
         rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
@@ -144,6 +152,13 @@ main() {
         esac
     done
     bash "$REPO/.ci/dockerd.sh" start
+    # clones on one machine (and test workers) share the cache and the image tags: one build at a time
+    mkdir -p "$CACHE/images"
+    exec 8>"$CACHE/images/.build.lock"
+    if ! flock -n 8; then
+        log "another build holds $CACHE/images/.build.lock; waiting for it"
+        flock 8
+    fi
     local start=$SECONDS
     for item in "${wanted[@]}"; do
         case "$item" in

@@ -53,6 +53,7 @@ def upstream_package() -> Callable[[str], Path]:
     return package_dir
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (``./dev test`` runs ``-n 2 --dist loadgroup``): a test file runs whole on one worker,
     so its module fixtures are made once; all docker tests share one worker (one image build per run), and so
@@ -65,3 +66,13 @@ def pytest_collection_modifyitems(config, items) -> None:
         else:
             group = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+
+def pytest_runtest_setup(item) -> None:
+    """The grouping above works only through pytest-xdist rewriting node ids as ``<id>@<group>`` on each worker
+    (pytest 9.2 computes ``nodeid`` from elsewhere, and the groups silently vanished: two workers then ran the
+    docker tests side by side, and one image build broke the other's). An ungrouped test fails, saying so."""
+    if getattr(item.config.option, "loadgroup", False) and "@" not in item.nodeid:
+        pytest.fail("pytest-xdist --dist loadgroup did not group this test (the docker and chroot tests would run "
+                    "side by side): pin the pytest of requirements-test.txt", pytrace=False)
