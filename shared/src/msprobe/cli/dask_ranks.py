@@ -1,0 +1,171 @@
+"""Ranks as tasks on Dask distributed: one task per rank, locally or on a cluster, fed to a progress bar.
+
+* ``jobs == 1`` and no scheduler: Dask's synchronous scheduler, in this process (no worker processes).
+* ``jobs > 1``: a local cluster of ``jobs`` single-threaded worker processes, closed at the end.
+* ``scheduler`` (``--scheduler ADDRESS`` or ``DASK_SCHEDULER_ADDRESS``): the workers of that cluster.
+  Each worker reports which rank folders it can read (``MSPROBE_WORKER_ROOTS``, :data:`ROOTS_ENV`, limits a
+  worker to the folders of its node), and each rank's task is restricted to those workers, so dumps never
+  travel: only results do. A rank no worker can read, or whose only readers died, is reported with why.
+
+A task that fails, or whose worker died and could not be run elsewhere, is a :class:`RankOutcome` with
+``ok=False`` and ``why``: callers report it as not done, never as done.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ..schema.errors import MsprobeError
+from .progress import Bar
+
+ROOTS_ENV = "MSPROBE_WORKER_ROOTS"
+"""Folders (os.pathsep-separated) a Dask worker serves; unset: every folder it can read."""
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+SCHEDULER_HELP = "Run the ranks on this Dask scheduler's workers (default: $DASK_SCHEDULER_ADDRESS, else local)."
+JOBS_HELP = "Local worker processes (1: in this process, Dask's synchronous scheduler)."
+_POLL_S = 0.5
+
+
+@dataclass
+class RankOutcome:
+    """What became of one rank's task."""
+
+    path: str
+    ok: bool
+    value: Any = None
+    why: str = ""
+    worker: str = ""
+    """Which worker ran it (``host:pid``)."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def can_read(path: str) -> bool:
+    """Whether this process (a worker) serves and can read the rank folder ``path``."""
+    roots = [r for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if r]
+    target = os.path.realpath(path)
+    if roots and not any(target == os.path.realpath(r) or target.startswith(os.path.realpath(r) + os.sep)
+                         for r in roots):
+        return False
+    return os.path.isdir(target) and os.access(target, os.R_OK | os.X_OK)
+
+
+def _readable(paths: List[str]) -> List[bool]:
+    return [can_read(p) for p in paths]
+
+
+def _task(fn: Callable[[str], Any], path: str) -> Dict[str, Any]:
+    # runs on the worker: refuse a folder this worker does not serve rather than read it from elsewhere
+    if not can_read(path):
+        raise MsprobeError(f"{path}: not readable on worker {worker_name()}")
+    return {"value": fn(path), "worker": worker_name()}
+
+
+def dask_modules():
+    try:
+        import dask
+        import distributed
+    except ImportError:
+        raise MsprobeError("running ranks as tasks needs dask: pip install 'dask[distributed]'") from None
+    return dask, distributed
+
+
+def run_ranks(fn: Callable[[str], Any], paths: Sequence[str], description: str, jobs: int = 1,
+              scheduler: Optional[str] = None, quiet: bool = False) -> List[RankOutcome]:
+    """``fn(path)`` for every rank folder, one Dask task each; outcomes in the order of ``paths``."""
+    paths = [str(p) for p in paths]
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    with Bar(len(paths), description, quiet) as bar:
+        if scheduler is None and jobs <= 1:
+            return _synchronous(fn, paths, bar)
+        dask, distributed = dask_modules()
+        if scheduler is not None:
+            try:
+                client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise MsprobeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+            with client:
+                return _distributed(client, fn, paths, bar, locality=True)
+        with dask.config.set({"distributed.worker.daemon": False, "distributed.logging.distributed": "error"}):
+            cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, silence_logs=40)
+            with cluster, distributed.Client(cluster) as client:
+                return _distributed(client, fn, paths, bar, locality=False)
+
+
+def _synchronous(fn: Callable[[str], Any], paths: List[str], bar: Bar) -> List[RankOutcome]:
+    out = []
+    try:
+        import dask
+    except ImportError:  # one process needs no Dask: the same tasks, run in order
+        dask = None
+    for path in paths:
+        try:
+            if dask is not None:
+                result = dask.delayed(_task)(fn, path).compute(scheduler="synchronous")
+            else:
+                result = _task(fn, path)
+            out.append(RankOutcome(path, True, result["value"], worker=result["worker"]))
+        except (MsprobeError, OSError) as exc:
+            out.append(RankOutcome(path, False, why=" ".join(str(exc).splitlines())))
+        bar.advance()
+    return out
+
+
+def _distributed(client, fn, paths: List[str], bar: Bar, locality: bool) -> List[RankOutcome]:
+    from distributed import wait
+
+    outcomes: Dict[str, RankOutcome] = {}
+    readers = _readers(client, paths) if locality else {p: None for p in paths}
+    futures, allowed = {}, {}
+    for path in paths:
+        who = readers[path]
+        if who is not None and not who:
+            outcomes[path] = RankOutcome(path, False, why="no Dask worker can read it")
+            bar.advance()
+            continue
+        future = client.submit(_task, fn, path, key=f"rank-{len(futures)}-{abs(hash(path))}", pure=False,
+                               workers=who, allow_other_workers=False)
+        futures[future] = path
+        allowed[future] = who
+    pending = set(futures)
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        pending = set(pending)
+        for future in done:
+            outcomes[futures[future]] = _outcome(future, futures[future])
+            bar.advance()
+        if not done and locality:  # a rank whose every reader died waits forever: report it instead
+            alive = set(client.scheduler_info().get("workers", {}))
+            for future in [f for f in pending if allowed[f] is not None and not set(allowed[f]) & alive]:
+                future.cancel()
+                pending.discard(future)
+                outcomes[futures[future]] = RankOutcome(
+                    futures[future], False, why=f"the worker(s) that could read it died ({', '.join(allowed[future])})")
+                bar.advance()
+    return [outcomes[p] for p in paths]
+
+
+def _readers(client, paths: List[str]) -> Dict[str, List[str]]:
+    """rank folder → addresses of the workers that report they can read it."""
+    reports = client.run(_readable, paths)
+    return {path: [addr for addr, seen in reports.items() if seen[i]] for i, path in enumerate(paths)}
+
+
+def _outcome(future, path: str) -> RankOutcome:
+    try:
+        result = future.result()
+    except Exception as exc:  # the task's own error, or KilledWorker after its workers kept dying
+        why = " ".join(str(exc).splitlines()) or exc.__class__.__name__
+        if exc.__class__.__name__ == "KilledWorker":
+            why = "its worker died while running it (retried, then given up)"
+        return RankOutcome(path, False, why=why)
+    return RankOutcome(path, True, result["value"], worker=result["worker"])

@@ -1,0 +1,202 @@
+"""The statistics index: one rank's tensor records as a columnar table (Parquet), beside or instead of dump.json.
+
+dump.json stays the exchange format; the index holds the same statistics, one row per tensor record, in
+call order, so tools that scan statistics (compare, overflow_check, inspect) read columns instead of parsing
+JSON. A row is the dict :func:`rows_of_dump` yields, whichever side it comes from:
+
+``order`` (the entry's position in ``data``: call order), ``entry``, ``direction`` (``input_args``,
+``input_kwargs``, ``output``, ``parameters``, ``input``...), ``path`` (the rest of the record's position,
+dot-separated: ``0``, ``1.2``, ``weight``), ``type``, ``dtype``, ``shape``, the statistics of
+:data:`~msprobe.schema.dump.STAT_KEYS` as floats (None when absent), ``requires_grad``, ``md5`` (the checksum
+as written: CRC-32, ``0x`` xor checksum, or the JSON text of a 0-d tensor's value) and ``data_name``.
+
+pyarrow is optional (the ``index`` extra): without it the JSON path works and asking for the index raises a
+one-line :class:`MsprobeError` saying what to install.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .dump import STAT_KEYS, DumpFile, detect_framework, iter_records, load_dump, stat_value, validate_dump
+from .dump import _validate_record  # one check of a record, shared with dump.json's reader
+from .errors import MsprobeError, PathLike, SchemaError
+from .journal import DUMP_NAME, JOURNAL_NAME, journal_recorded
+from .jsonio import load_json
+
+INDEX_NAME = "dump.index.parquet"
+"""The index the dump writes beside a rank's dump.json."""
+FORMAT = "msprobe-index/1"
+"""Written in the table's metadata; an index of another format is rebuilt, never misread."""
+TEXT_COLUMNS = ("entry", "direction", "path", "type", "dtype")
+COLUMNS = ("order",) + TEXT_COLUMNS + ("shape",) + STAT_KEYS + ("requires_grad", "md5", "data_name")
+INSTALL_HINT = "the statistics index needs pyarrow: pip install 'msprobe-shared[index]'"
+_HASH_CHUNK = 4 << 20
+
+
+def pyarrow_modules() -> Tuple[Any, Any]:
+    """(pyarrow, pyarrow.parquet), or a one-line MsprobeError saying what to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise MsprobeError(INSTALL_HINT) from None
+    return pyarrow, parquet
+
+
+def have_pyarrow() -> bool:
+    try:
+        pyarrow_modules()
+    except MsprobeError:
+        return False
+    return True
+
+
+def _checksum(value: Any) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)  # msprobe 26.2.0's xor mode: a 0-d tensor's value, a number
+
+
+def _row(order: int, name: str, trail: Tuple, record: Dict[str, Any]) -> Dict[str, Any]:
+    row = {"order": order, "entry": name, "direction": str(trail[0]) if trail else "",
+           "path": ".".join(str(step) for step in trail[1:]), "type": record.get("type"),
+           "dtype": record.get("dtype"), "shape": record.get("shape")}
+    for key in STAT_KEYS:
+        row[key] = stat_value(record.get(key))
+    row["requires_grad"] = record.get("requires_grad")
+    row["md5"] = _checksum(record.get("md5"))
+    row["data_name"] = record.get("data_name")
+    return row
+
+
+def rows_of_dump(dump: DumpFile) -> Iterator[Dict[str, Any]]:
+    """The index's rows of a dump already read (and checked) from JSON, in call order."""
+    for order, (name, entry) in enumerate(dump.data.items()):
+        for trail, record in iter_records(entry):
+            yield _row(order, name, trail, record)
+
+
+def source_file(rank_path: Path) -> Path:
+    """The file an index of this rank directory is built from: dump.json, or the journal of a killed run."""
+    journal = rank_path / JOURNAL_NAME
+    return journal if journal_recorded(journal) else rank_path / DUMP_NAME
+
+
+def source_key(path: PathLike) -> str:
+    """``<size>-<blake2b of the bytes>``: what an index was built from (mtimes survive copies and lie)."""
+    digest = hashlib.blake2b(digest_size=16)
+    size = 0
+    try:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(_HASH_CHUNK), b""):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise SchemaError(path, None, f"cannot read: {exc.strerror}") from None
+    return f"{size}-{digest.hexdigest()}"
+
+
+def read_rows_json(path: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """(header, rows) of a dump.json (or journal), checked as :func:`load_dump` checks it, in one pass."""
+    path = Path(path)
+    if path.name != DUMP_NAME or journal_recorded(path.parent / JOURNAL_NAME):
+        dump = load_dump(path.parent / DUMP_NAME if path.name == JOURNAL_NAME else path)
+        return dump.header(), list(rows_of_dump(dump))
+    doc = load_json(path)
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, dict):
+        validate_dump(doc, path)  # says what is wrong
+    head = validate_dump(dict(doc, data={}), path)  # the header's checks; entries are checked below
+    head.framework = detect_framework(doc)
+    rows: List[Dict[str, Any]] = []
+    for order, (name, entry) in enumerate(data.items()):
+        if not isinstance(entry, dict):
+            raise SchemaError(path, f"data.{name}", "expected an object (an entry)", entry, has_got=True)
+        try:  # each record checked and turned into a row in the same walk (the reader checks them alike)
+            for trail, record in iter_records(entry):
+                _validate_record(record, path, ("data", name) + trail)
+                rows.append(_row(order, name, trail, record))
+        except RecursionError:
+            raise SchemaError(path, f"data.{name}", "nested too deeply") from None
+    return head.header(), rows
+
+
+def write_index(rows: List[Dict[str, Any]], header: Dict[str, Any], key: str, out: PathLike) -> Path:
+    """Write rows as Parquet at ``out`` (atomically: a reader never sees half a table)."""
+    pyarrow, parquet = pyarrow_modules()
+    columns = {name: [row[name] for row in rows] for name in COLUMNS}
+    types = {"order": pyarrow.int64(), "shape": pyarrow.list_(pyarrow.int64()), "requires_grad": pyarrow.bool_()}
+    types.update({key_: pyarrow.float64() for key_ in STAT_KEYS})
+    arrays = [pyarrow.array(columns[name], type=types.get(name, pyarrow.string())) for name in COLUMNS]
+    meta = {"format": FORMAT, "source": key, "header": json.dumps(header)}
+    table = pyarrow.Table.from_arrays(arrays, names=list(COLUMNS)).replace_schema_metadata(meta)
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    parquet.write_table(table, tmp)
+    os.replace(tmp, out)
+    return out
+
+
+def index_key(index: PathLike) -> Optional[str]:
+    """The source key an index file was built from; None when it is not an index of this format."""
+    _, parquet = pyarrow_modules()
+    try:
+        meta = parquet.read_schema(index).metadata or {}
+    except (OSError, ValueError, Exception):  # a truncated or foreign file is no index: rebuilt
+        return None
+    if meta.get(b"format") != FORMAT.encode():
+        return None
+    return meta.get(b"source", b"").decode() or None
+
+
+def read_index(index: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """(header, rows) of an index file, the same rows :func:`read_rows_json` gives for its source."""
+    _, parquet = pyarrow_modules()
+    try:
+        table = parquet.read_table(index)
+    except Exception as exc:  # pyarrow raises several kinds for a damaged file
+        raise SchemaError(index, None, f"not a readable index ({exc.__class__.__name__})") from None
+    meta = table.schema.metadata or {}
+    if meta.get(b"format") != FORMAT.encode():
+        raise SchemaError(index, "format", f"expected {FORMAT}", meta.get(b"format"), has_got=True)
+    header = json.loads(meta[b"header"])
+    columns = [table.column(name).to_pylist() for name in COLUMNS]
+    return header, [dict(zip(COLUMNS, values)) for values in zip(*columns)]
+
+
+def build_index(rank_path: PathLike, out: PathLike) -> Tuple[Path, int]:
+    """Build the index of one rank directory into ``out``; (path, rows)."""
+    source = source_file(Path(rank_path))
+    key = source_key(source)
+    header, rows = read_rows_json(source)
+    return write_index(rows, header, key, out), len(rows)
+
+
+def cache_dir(cache: Optional[PathLike] = None) -> Path:
+    """``--cache``, else ``${MSPROBE_CACHE:-~/.cache/msprobe}/index``."""
+    if cache is not None:
+        return Path(cache)
+    return Path(os.environ.get("MSPROBE_CACHE") or Path.home() / ".cache" / "msprobe") / "index"
+
+
+def cached_path(cache: PathLike, key: str) -> Path:
+    """Where the index of a source with this key lives in a cache folder (content-addressed: equal ranks share)."""
+    return Path(cache) / f"{key}.parquet"
+
+
+def rank_rows(rank_path: PathLike, cache: Optional[PathLike] = None) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """The one reader: (header, rows) of a rank directory, from a matching index when there is one
+    (beside dump.json, or in the ``cache`` folder), else from dump.json. An index of other bytes is never used."""
+    rank_path = Path(rank_path)
+    source = source_file(rank_path)
+    beside = rank_path / INDEX_NAME
+    if have_pyarrow() and (cache is not None or beside.is_file()):
+        key = source_key(source)
+        for index in (beside, cached_path(cache, key) if cache is not None else None):
+            if index is not None and index.is_file() and index_key(index) == key:
+                return read_index(index)
+    return read_rows_json(source)
