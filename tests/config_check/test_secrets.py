@@ -106,3 +106,30 @@ def test_secrets_in_msprobe_packs_stay_out_of_the_report(tmp_path):
     compare_packs(upstream, ours, tmp_path / "out")
     _assert_clean({p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.is_file()})
     _assert_clean(_members(tmp_path / "out" / "result.xlsx"))
+
+
+def test_an_option_given_twice_is_masked_in_every_value(tmp_path):
+    """``--password a`` and ``--password b`` (or a script and a yaml both setting it) are stored as msprobe's
+    ``duplicate_value``: each value is masked (issue 40)."""
+    (tmp_path / "train.sh").write_text("torchrun train.py --password first-pw-111 --lr 0.1\n"
+                                       "torchrun train.py --password second-pw-222 --lr 0.2\n")
+    (tmp_path / "cfg.yaml").write_text("password: yaml-pw-333\nauth:\n  user: bob-user-444\n  realm: r\n")
+    env = dict(os.environ)
+    env.pop(KEY_ENV, None)
+    done = msprobe("config_check", "-d", "train.sh", "cfg.yaml", "-o", "p.zip", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    members = _members(tmp_path / "p.zip")
+    _assert_clean(members, ["first-pw-111", "second-pw-222", "yaml-pw-333", "bob-user-444"])
+    hyper = json.loads(members["hyperparameters/hyperparameters_static.json"])
+    duplicated = hyper["password"]
+    assert duplicated["description"] == "duplicate_value" and len(duplicated["values"]) == 3, hyper
+    assert all(v.startswith("<secret hmac:") for v in duplicated["values"])
+    assert hyper["lr"]["values"] == ["0.1", "0.2"]  # what is not secret stays readable
+
+
+def test_the_report_says_masked_values_were_not_compared(tmp_path):
+    a, b = _pack(tmp_path, "a.zip"), _pack(tmp_path, "b.zip")
+    compare_packs(a, b, tmp_path / "out")
+    summary = json.loads((tmp_path / "out" / "result.json").read_text())
+    notes = json.dumps(summary)
+    assert "masked value(s) not compared" in notes and KEY_ENV in notes, notes

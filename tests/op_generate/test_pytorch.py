@@ -21,14 +21,14 @@ def _ours(result):
 @pytest.mark.parametrize("data_mode", ["random_data", "real_data"])
 def test_our_dump_forward_and_backward(torch_dump, make_scripts, run_scripts, data_mode):
     apis = ["Functional.linear.0", "Functional.layer_norm.0", "Functional.embedding.0", "Torch.matmul.0",
-            "Tensor.mul.0"]
+            "Tensor.__mul__.0"]
     results = run_scripts(make_scripts(torch_dump, apis, "backward", data_mode))
     for result in results[:4]:  # float32 APIs: pass the documented rule against the float64 bench
         assert result["code"] == 0, result
         assert all(row["Tested Dtype"] == "float32" and row["Bench Dtype"] == "float64" for row in result["details"])
     embedding = _ours(results[2])
     assert list(embedding) == ["Functional.embedding.0.forward.output.0", "Functional.embedding.0.backward.output.0"]
-    mul = _ours(results[4])["Tensor.mul.0.forward.output.0"]  # float16 under test, float32 bench
+    mul = _ours(results[4])["Tensor.__mul__.0.forward.output.0"]  # float16 under test, float32 bench
     assert (mul["Tested Dtype"], mul["Bench Dtype"], mul["Dtype Status"]) == ("float16", "float32", "pass")
 
 

@@ -28,8 +28,9 @@ def test_readme_commands(tmp_path, ms_dump, torch_apis_module):
     (shell,) = re.findall(r"```shell\n(.*?)```", README, re.DOTALL)
     install, generate, run, standalone, from_overflow, bench = shell.strip().splitlines()
     # installing into the environment under test would swap the code being tested; the install line is
-    # the package's folder, checked to exist as a distribution
-    assert install == "pip install ./shared ./tools/op_generate"
+    # the package's folder, checked to exist as a distribution (tests/packaging/test_readme_installs.py
+    # installs it as written into a fresh venv)
+    assert install == "pip install ./shared ./tools/dump ./tools/overflow ./tools/op_generate"
     assert 'name = "msprobe-op-generate"' in (REPO / "tools/op_generate/pyproject.toml").read_text()
     (config,) = re.findall(r"```json\n(.*?)```", README, re.DOTALL)
     (tmp_path / "config_op.json").write_text(config)

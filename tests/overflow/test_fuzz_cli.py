@@ -16,6 +16,11 @@ EXP = {"data": {"Torch.exp.0.forward": {"input_args": [{"type": "torch.Tensor", 
                                                     "Max": float("inf"), "Min": float("inf"), "Mean": float("inf"),
                                                     "Norm": float("inf")}]}}}
 
+# a statistic written as a 401-digit integer (issue 40): read as inf, never an OverflowError
+BIG = {"data": {"Torch.exp.0.forward": {"input_args": EXP["data"]["Torch.exp.0.forward"]["input_args"],
+                                        "output": [dict(EXP["data"]["Torch.exp.0.forward"]["output"][0],
+                                                        Max=10 ** 400, Min=-10 ** 400)]}}}
+
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
@@ -26,6 +31,7 @@ EXP = {"data": {"Torch.exp.0.forward": {"input_args": [{"type": "torch.Tensor", 
                 (["step01", "rank0", "dump.json"], "file", encode(EXP)),
                 (["step-1", "rank0"], "dir", b"")], target="", options=[])
 @example(nodes=[(["step0", "rank0", "dump.json"], "fifo", b"")], target="", options=[])
+@example(nodes=[(["step0", "rank0", "dump.json"], "file", encode(BIG))], target="", options=[["--json"]])  # issue 40
 @example(nodes=[(["step0", "rank", "dump.json"], "dir", b"")], target="step0/rank/dump.json", options=[])
 def test_overflow_check_command(tmp_path_factory, capsys, nodes, target, options):
     root = tmp_path_factory.mktemp("tree")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from msprobe.cli.main import main
 from msprobe.schema import (SchemaError, load_construct, load_dump, load_stack, parse_config, read_journal,
                             validate_construct, validate_dump, validate_stack)
+from msprobe.schema.dump import record_is_finite, stat_value
 from tests.shared.dump_trees import build_tree, dump_doc, file_bytes, hang_guard, json_value, trees
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -29,14 +30,30 @@ def _only_schema_errors(call, *args) -> None:
 @given(doc=st.one_of(dump_doc, json_value))
 @example(doc={"data": {"Functional.linear.0.forward": {"input_args": [XOR_RECORD], "output": [XOR_RECORD]}}})
 @example(doc={"data": {"Torch.exp.0.forward": {"output": [{"type": "torch.Tensor", "md5": "0x83"}]}}})
+@example(doc={"data": {"Torch.exp.0.forward": {"output": [{"type": "torch.Tensor", "Max": 10 ** 400,
+                                                             "Min": -10 ** 400, "Mean": "1" + "0" * 400}]}}})
 def test_dump_json_reader(doc):
     _only_schema_errors(validate_dump, doc)
+
+
+def test_big_statistics_saturate_and_a_float_md5_is_read():
+    """A 401-digit statistic reads as +-inf (as 1e400 does); msprobe 26.2.0's xor mode writes a 0-d tensor's
+    value as its md5 (issue 40)."""
+    big = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 10 ** 400, "Min": -10 ** 400,
+           "Mean": 0.0, "Norm": 10 ** 400}
+    scalar = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [], "md5": 1.2276097536087036}
+    dump = validate_dump({"data": {"Torch.exp.0.forward": {"input_args": [scalar], "output": [big]}}})
+    assert [stat_value(big[k]) for k in ("Max", "Min")] == [float("inf"), float("-inf")]
+    assert not record_is_finite(big) and dump.data["Torch.exp.0.forward"]["input_args"][0]["md5"] == scalar["md5"]
+    with pytest.raises(SchemaError, match="md5"):
+        validate_dump({"data": {"Torch.exp.0.forward": {"output": [dict(scalar, md5=True)]}}})
 
 
 @FUZZ
 @given(raw=file_bytes)
 @example(raw=DEEP)
 @example(raw=b'{"data": {"A.b.0.forward": {"output": ' + b"[" * 3000 + b"]" * 3000 + b"}}}")
+@example(raw=b'{"data": {"A.b.0.forward": {"output": [{"type": "torch.Tensor", "Max": 1' + b"0" * 5000 + b"}]}}}")
 def test_dump_json_file_reader(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("dump") / "dump.json"
     path.write_bytes(raw)

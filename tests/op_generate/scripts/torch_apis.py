@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 APIS = ["Functional.linear.0", "Functional.layer_norm.0", "Functional.embedding.0", "Torch.matmul.0",
-        "Tensor.softmax.0", "Tensor.mul.0"]
+        "Tensor.softmax.0", "Tensor.__mul__.0"]
 
 
 def _run(root: Path, task: str, body) -> None:

@@ -2,8 +2,9 @@
 
 A tensor record is a dict whose ``type`` names a tensor type; its keys, in order:
 ``type, dtype, shape, Max, Min, Mean, Norm, requires_grad`` then optional ``md5`` (a CRC-32; with
-``summary_mode: xor``, msprobe 26.x's 64-bit XOR checksum, ``0x`` and 16 hex digits, and no statistics)
-and ``data_name``.
+``summary_mode: xor``, msprobe 26.x's 64-bit XOR checksum, ``0x`` and 16 hex digits, and no statistics; for a
+0-d tensor msprobe 26.2.0 writes the tensor's value itself there, a JSON number) and ``data_name``.
+A statistic too large for a float (a 401-digit JSON integer) reads as +-inf, as ``1e400`` does.
 A non-tensor value is ``{"type": ..., "value": ...}``; ``None`` is ``null``; lists keep their nesting.
 """
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .errors import PathLike, SchemaError, field_path
 from .jsonio import load_json
+from .kinds import TASKS
 
-FRAMEWORKS = ("pytorch", "mindspore", "mindtorch")
-TASKS = ("statistics", "tensor", "overflow_check")
-LEVELS = ("L0", "L1", "L2", "mix")
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 TENSOR_TYPES = ("torch.Tensor", "mindspore.Tensor", "numpy.ndarray", "mindspore._c_expression.Tensor",
                 "torch.nn.parameter.Parameter", "mindspore.Parameter", "mindspore.common.parameter.Parameter")
@@ -75,8 +74,13 @@ def stat_value(value: Any) -> Optional[float]:
     """A statistic as a float (``"inf"``-style strings too); None when absent or not numeric."""
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # beyond the largest double: saturate, as float("1e400") does
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         try:
             return float(value)
@@ -138,17 +142,21 @@ def validate_dump(doc: Any, path: Optional[PathLike] = None) -> DumpFile:
     if not isinstance(data, dict):
         raise SchemaError(path, "data", "expected an object of entries", type(data).__name__, has_got=True)
     for name, entry in data.items():
-        if not isinstance(entry, dict):
-            raise SchemaError(path, field_path("data", name), "expected an object (an entry)",
-                              entry, has_got=True)
-        try:
-            for trail, record in iter_records(entry, ("data", name)):
-                _validate_record(record, path, trail)
-        except RecursionError:
-            raise SchemaError(path, field_path("data", name), "nested too deeply") from None
+        validate_entry(name, entry, path)
     extra = {k: v for k, v in doc.items() if k not in ("task", "level", "framework", "dump_data_dir", "data")}
     return DumpFile(data=data, task=doc.get("task"), level=doc.get("level"), framework=detect_framework(doc),
                     dump_data_dir=doc.get("dump_data_dir"), path=str(path) if path else None, extra=extra)
+
+
+def validate_entry(name: str, entry: Any, path: Optional[PathLike] = None) -> None:
+    """Check one entry of ``data`` as :func:`validate_dump` does (streaming readers check entry by entry)."""
+    if not isinstance(entry, dict):
+        raise SchemaError(path, field_path("data", name), "expected an object (an entry)", entry, has_got=True)
+    try:
+        for trail, record in iter_records(entry, ("data", name)):
+            _validate_record(record, path, trail)
+    except RecursionError:
+        raise SchemaError(path, field_path("data", name), "nested too deeply") from None
 
 
 def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> None:
@@ -167,11 +175,16 @@ def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tu
         raise SchemaError(path, where + ".requires_grad", "expected true or false", record["requires_grad"],
                           has_got=True)
     md5 = record.get("md5")
-    if md5 is not None and not (isinstance(md5, str) and _MD5_RE.fullmatch(md5)):
-        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32) or 0x and 16 hex digits "
-                          "(xor checksum)", md5, has_got=True)
+    # (msprobe 26.2.0's xor mode writes a 0-d tensor's value as its md5: a number is read as that value)
+    if md5 is not None and not (isinstance(md5, str) and _MD5_RE.fullmatch(md5) or _is_number(md5)):
+        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32), 0x and 16 hex digits "
+                          "(xor checksum) or a number (the value of a 0-d tensor)", md5, has_got=True)
     if "data_name" in record and not isinstance(record["data_name"], (str, type(None))):
         raise SchemaError(path, where + ".data_name", "expected a file name", record["data_name"], has_got=True)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def load_dump(path: PathLike) -> DumpFile:

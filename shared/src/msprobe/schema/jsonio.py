@@ -57,6 +57,8 @@ def load_json(path: PathLike) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(path, None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError:  # an integer of more than 4300 digits (Python's limit on int parsing)
+        raise SchemaError(path, None, "invalid JSON: a number with more than 4300 digits") from None
     except RecursionError:
         raise SchemaError(path, None, "invalid JSON: nested too deeply") from None
 

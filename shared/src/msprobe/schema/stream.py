@@ -1,7 +1,8 @@
 """Selected entries of a dump.json, read in one pass over the file without holding it whole.
 
-The file is read in chunks and searched for the wanted top-level keys of ``data``; each value found is
-decoded alone by the json module. The header (task, level, framework, dump_data_dir) is what precedes
+The file is read in chunks; each entry of ``data`` is decoded alone by the json module and checked as the
+whole-file reader checks it, and the wanted ones are kept, so a file ``inspect`` rejects (truncated, a bad
+record in another entry) is rejected here too, while at most one entry is held at a time. The header (task, level, framework, dump_data_dir) is what precedes
 ``data``; a file where any of them follows ``data`` (msprobe 26 writes ``framework`` last) or is missing
 is read whole by the plain reader instead, so the header is always complete.
 """
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from .dump import validate_dump
+from .dump import validate_dump, validate_entry
 from .errors import SchemaError
 from .jsonio import load_json
 
@@ -21,6 +22,7 @@ MAX_ENTRY_CHARS = 64 << 20
 """An entry larger than this (64 Mi characters) is refused rather than buffered."""
 MAX_HEADER_CHARS = 1 << 16
 _DATA_KEY = re.compile(r'"data"\s*:\s*\{')
+_NOT_SPACE = re.compile(r"[^ \t\n\r]")
 HEADER_KEYS = ("task", "level", "framework", "dump_data_dir")
 
 
@@ -75,31 +77,75 @@ def _header(reader: _Chunks, path: Path) -> Optional[Dict[str, Any]]:
 
 
 def _find(reader: _Chunks, names: tuple, path: Path) -> Dict[str, Any]:
-    pattern = re.compile('"(' + "|".join(re.escape(n) for n in names) + r')"\s*:\s*')
-    keep = max(len(n) for n in names) + 16
-    decoder, found = json.JSONDecoder(), {}
-    while len(found) < len(names):
-        match = pattern.search(reader.text, reader.start)
-        if match is None or reader.text[match.start() - 1] == "\\":
-            reader.start = max(reader.start, len(reader.text) - keep) if match is None else match.end()
-            if match is None and not reader.more():
+    """Every entry of ``data`` decoded and checked in turn, keeping the wanted ones, then the rest of the file:
+    a file the whole-file reader (``inspect``) rejects (truncated, a bad record anywhere) is rejected here too."""
+    wanted, found = set(names), {}
+    decoder = json.JSONDecoder()
+    _expect(reader, "{", path, "data")
+    if _peek(reader, path, "data") == "}":
+        reader.start += 1
+    else:
+        while True:
+            name = _decode(reader, decoder, path, "data")
+            if not isinstance(name, str):
+                raise SchemaError(path, "data", "invalid JSON: expected an entry name")
+            _expect(reader, ":", path, f"data.{name}")
+            value = _decode(reader, decoder, path, f"data.{name}")
+            validate_entry(name, value, path)
+            if name in wanted:
+                found[name] = value  # (the last of repeated keys, as the json module keeps)
+            if _expect(reader, ",}", path, "data") == "}":
                 break
-            continue
-        value, end = _decode(reader, decoder, match.end(), path, match.group(1))
-        if not isinstance(value, dict):
-            raise SchemaError(path, f"data.{match.group(1)}", "expected an object (an entry)", value, has_got=True)
-        found.setdefault(match.group(1), value)
-        reader.start = end
+    while _expect(reader, ",}", path, None) == ",":  # the top level's keys after data
+        key = _decode(reader, decoder, path, None)
+        _expect(reader, ":", path, str(key))
+        _decode(reader, decoder, path, str(key))
+    if _peek(reader, path, None, at_end=True) is not None:
+        raise SchemaError(path, None, "invalid JSON: extra data after the top-level object")
     return found
 
 
-def _decode(reader: _Chunks, decoder: json.JSONDecoder, at: int, path: Path, name: str) -> tuple:
-    offset = at - reader.start  # (more() drops text[:start], so the value stays at start + offset)
+def _peek(reader: _Chunks, path: Path, where: Optional[str], at_end: bool = False) -> Optional[str]:
+    """The next character that is not white space (not consumed); None at the end of the file when
+    ``at_end``, else a SchemaError (the file stops early: truncated)."""
+    while True:
+        match = _NOT_SPACE.search(reader.text, reader.start)
+        if match is not None:
+            reader.start = match.start()
+            return match.group(0)
+        reader.start = len(reader.text)
+        if not reader.more():
+            if at_end:
+                return None
+            raise SchemaError(path, where, "invalid JSON: the file ends early (truncated?)")
+
+
+def _expect(reader: _Chunks, chars: str, path: Path, where: Optional[str]) -> str:
+    char = _peek(reader, path, where)
+    if char not in chars:
+        raise SchemaError(path, where, f"invalid JSON: expected {' or '.join(repr(c) for c in chars)}", char,
+                          has_got=True)
+    reader.start += 1
+    return char
+
+
+def _decode(reader: _Chunks, decoder: json.JSONDecoder, path: Path, where: Optional[str]) -> Any:
+    """The JSON value at the reader's position (reading more of the file while it is cut by the buffer's end)."""
+    _peek(reader, path, where)
     while True:
         try:
-            return decoder.raw_decode(reader.text, reader.start + offset)
+            value, end = decoder.raw_decode(reader.text, reader.start)
         except json.JSONDecodeError as exc:
             if len(reader.text) - reader.start > MAX_ENTRY_CHARS:
-                raise SchemaError(path, f"data.{name}", f"larger than {MAX_ENTRY_CHARS} characters") from None
+                raise SchemaError(path, where, f"larger than {MAX_ENTRY_CHARS} characters") from None
             if not reader.more():
-                raise SchemaError(path, f"data.{name}", f"invalid JSON: {exc.msg}") from None
+                raise SchemaError(path, where, f"invalid JSON: {exc.msg}") from None
+            continue
+        except ValueError:  # an integer of more than 4300 digits
+            raise SchemaError(path, where, "invalid JSON: a number with more than 4300 digits") from None
+        except RecursionError:
+            raise SchemaError(path, where, "invalid JSON: nested too deeply") from None
+        if end == len(reader.text) and reader.more():  # a number may go on in the next chunk
+            continue
+        reader.start = end
+        return value

@@ -20,6 +20,8 @@ from .tensorref import TensorRef
 
 FILES = ("model_optim_rng.pt", "model_rng.pt")
 _MAX_DEPTH = 64
+MAX_VISITS = 1 << 21
+"""Objects walked in one model dict: 2 Mi, far above a real model's few thousand parameters and sub-dicts."""
 Rank = Tuple[int, int, int]  # (tp, pp, ep)
 GUESSED_FC1 = "SwiGLU unknown (checkpoint args do not say): TP shards concatenated as stored"
 
@@ -128,14 +130,26 @@ def _chunks(states: Dict[Rank, Any], files: Dict[Rank, Path]) -> Dict[Tuple[int,
     return out
 
 
-def _flatten(tree: Any, prefix: str, out: Dict[str, TensorRef], where: Path, depth: int = 0) -> None:
+def _flatten(tree: Any, prefix: str, out: Dict[str, TensorRef], where: Path) -> None:
+    """{dotted name: tensor} of a model's nested dicts. Bounded in depth and in objects visited: a pickle can
+    share one child between many parents (40 levels of ``{"a": node, "b": node}`` is 2 KB on disk and 2**40
+    paths), so a shared object counts each time it is walked."""
+    budget = [MAX_VISITS]
+    _walk(tree, prefix, out, where, 0, budget)
+
+
+def _walk(tree: Any, prefix: str, out: Dict[str, TensorRef], where: Path, depth: int, budget: list) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise MsprobeError(f"{where}: the model's dicts hold more than {MAX_VISITS} objects (counting shared ones "
+                           "each time they are reached); not a model checkpoint")
     if isinstance(tree, TensorRef):
         out[prefix] = tree
     elif isinstance(tree, dict):
         if depth > _MAX_DEPTH:  # a state dict nests a few levels; a hostile pickle could nest millions
             raise MsprobeError(f"{where}: the model's dicts nest deeper than {_MAX_DEPTH} levels at '{prefix[:80]}'")
         for key, value in tree.items():
-            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out, where, depth + 1)
+            _walk(value, f"{prefix}.{key}" if prefix else str(key), out, where, depth + 1, budget)
 
 
 def _layer_offsets(chunks, pp: int) -> Dict[Tuple[int, int], int]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from msprobe.schema import DebuggerConfig, MsprobeError, load_config
 
 from .adapter import Adapter
-from .dump_path import check_dump_path
+from .dump_path import check_dump_path, claim_known_rank
 from .engine import DumpEngine
 
 # Per framework family (BaseDebugger._family): the debugger whose window is open (start..stop), as two open
@@ -58,6 +58,7 @@ class BaseDebugger:
         check_dump_path(config)
         self.config = config
         self.adapter = self._make_adapter(config)
+        claim_known_rank(config, self.adapter.rank())  # (a rank folder another live process writes: refused)
         self.engine = DumpEngine(config, self.adapter, tasks)
         if config.seed is not None:
             self._seed_all(config.seed, config.is_deterministic)

@@ -4,15 +4,20 @@ forward, and never two runs' steps mixed in one tree).
 
 An earlier run's dump is one whose rank folders were last changed before this process started: the other
 ranks of this run (other processes, started together by the launcher) and earlier debuggers of this
-process write after it started."""
+process write after it started.
+
+Two processes of the same moment writing one rank folder are kept apart by ``rank_lock.py``."""
 from __future__ import annotations
 
 import os
 import time
+from typing import Optional
 
 from msprobe.schema import DebuggerConfig, MsprobeError, SchemaError
 from msprobe.schema.jsonio import path_kind
-from msprobe.schema.tree import find_rank_dirs
+from msprobe.schema.tree import find_rank_dirs, rank_dir_name
+
+from .rank_lock import claim
 
 _MAX_DEPTH = 256
 """Parents walked up to find the folder a missing dump_path will be made in."""
@@ -34,7 +39,7 @@ def process_start() -> float:
 def check_dump_path(config: DebuggerConfig) -> None:
     """MsprobeError unless ``config.dump_path`` can be made or written and holds no earlier run's dump."""
     path = os.path.abspath(config.dump_path)
-    field = f"{config.source or 'PrecisionDebugger'}: field 'dump_path'"
+    field = dump_path_field(config)
     try:
         existing = _nearest_existing(path, field)
         if not os.access(existing, os.W_OK | os.X_OK):
@@ -43,6 +48,23 @@ def check_dump_path(config: DebuggerConfig) -> None:
             _refuse_earlier_dump(path, field)
     except SchemaError as exc:  # a folder on the way cannot be looked at
         raise MsprobeError(f"{field}: {exc}") from None
+
+
+def dump_path_field(config: DebuggerConfig) -> str:
+    """How a refusal names the setting: ``config.json: field 'dump_path'``."""
+    return f"{config.source or 'PrecisionDebugger'}: field 'dump_path'"
+
+
+def claim_known_rank(config: DebuggerConfig, rank: Optional[int]) -> None:
+    """When the debugger is made and its rank is known already (``torch.distributed`` initialised, or the
+    launcher's ``RANK``), a rank folder held by a live process is refused now, like an earlier run's dump:
+    before training starts. Otherwise the first entry of the run claims it (``DumpEngine``)."""
+    if rank is None:
+        launched = os.environ.get("RANK", "")
+        if not launched.isdigit():
+            return  # (spawned processes learn their rank later: claiming "rank" now would refuse a sibling)
+        rank = int(launched)
+    claim(config.dump_path, rank_dir_name(rank), dump_path_field(config))
 
 
 def _nearest_existing(path: str, field: str) -> str:

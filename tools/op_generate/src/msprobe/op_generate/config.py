@@ -8,6 +8,8 @@ from typing import Any, Dict, Optional
 from msprobe.schema import SchemaError, try_parse_entry
 from msprobe.schema.jsonio import load_json
 
+from .apis import API_NAME_RE
+
 PROPAGATIONS = ("forward", "backward")
 DATA_MODES = ("random_data", "real_data")
 MAX_CONFIG_BYTES = 1 << 20
@@ -60,7 +62,7 @@ def parse_op_config(doc: Dict[str, Any], path: Optional[Path] = None) -> OpConfi
         raise SchemaError(path, unknown[0], f"unknown field; expected one of {', '.join(_FIELDS)}")
     api_name = _string(doc, "api_name", path, required=True)
     parsed = try_parse_entry(f"{api_name}.forward")
-    if parsed is None or parsed.kind != "api":
+    if parsed is None or parsed.kind != "api" or not API_NAME_RE.fullmatch(api_name):  # (it names a file)
         raise SchemaError(path, "api_name", "expected '{Prefix}.{api}.{call}' such as 'Functional.softmax.3'",
                           api_name, has_got=True)
     dump_json = _string(doc, "dump_json_path", path)

@@ -6,6 +6,7 @@ from pathlib import Path
 from msprobe.overflow import analyze_dump
 from msprobe.schema import MsprobeError, parse_entry
 
+from .apis import check_api_name
 from .config import OpConfig
 
 
@@ -20,6 +21,10 @@ def config_from_overflow(dump: Path) -> OpConfig:
             raise MsprobeError(f"{dump}: the first overflow is in {origin.op_name}, a module; op_generate "
                                "reproduces one API (dump at level L1 or mix to see which)")
         api_name = f"{entry.prefix}.{entry.name}.{entry.call}"
+        try:
+            check_api_name(api_name)  # (an entry name from the dump becomes a file name and code)
+        except MsprobeError as exc:
+            raise MsprobeError(f"{dump}: the first overflow is in {origin.op_name!r}, {exc}") from None
         rank = origin.rank
         return OpConfig(api_name=api_name, dump_json_path=rank.dump_file or rank.path / "dump.json")
     raise MsprobeError(f"{dump}: overflow_check finds no inf/nan produced by an API; nothing to reproduce")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from msprobe.schema import MsprobeError, iter_records
-from msprobe.schema.dump import is_tensor_record
+from msprobe.schema.dump import is_tensor_record, stat_value
 
 from .apis import ApiCall, resolve
 from .config import OpConfig
@@ -28,7 +28,9 @@ def render_script(extracted: Extracted, config: OpConfig, standalone: bool = Fal
     kwargs = {k: _value(v, config, f"{where}.input_kwargs.{k}") for k, v in (forward.get("input_kwargs") or {}).items()}
     call = resolve(extracted.api_name, framework, args, kwargs)
     backward = config.propagation == "backward"
-    lines = [f'"""{extracted.api_name} ({config.propagation}) from {extracted.source}:',
+    # Text from the inputs enters the script only as checked names (the API: identifiers, resolve() checked it
+    # against the API table) or as repr literals: the dump's path never goes into the docstring or a comment.
+    lines = [f'"""{extracted.api_name} ({config.propagation}) from the dump named in SOURCE:',
              f"{SIDES[framework]} {call.tested.lstrip('.')} under test, "
              f"torch {call.bench.lstrip('.')} on CPU as bench.",
              "",
@@ -37,7 +39,7 @@ def render_script(extracted: Extracted, config: OpConfig, standalone: bool = Fal
     imports = [f"import {module}" for module in call.imports] + [""]
     # (an inlined runtime starts with its ``from __future__`` import, which must come first)
     lines += [_runtime_source()] + imports if standalone else imports + [RUNTIME_IMPORT]
-    lines += ["", f"CASE = Case(api={extracted.api_name!r}, framework={framework!r}, backward={backward}, "
+    lines += ["", f"SOURCE = {str(extracted.source)!r}", f"CASE = Case(api={extracted.api_name!r}, framework={framework!r}, backward={backward}, "
               f"real_data={config.data_mode == 'real_data'},",
               f"            seed={config.random_seed}, iter_times={config.iter_times}, "
               f"cosine={config.cosine_threshold!r}, max_abs_err={config.max_abs_error_threshold!r})",
@@ -145,8 +147,12 @@ def _tensor(record: Dict[str, Any], config: OpConfig, where: str) -> str:
 def _stat(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
-    number = float(value)
-    return repr(value) if math.isfinite(number) else f"float({str(number)!r})"
+    number = stat_value(value)  # (a 401-digit integer reads as inf; a string as its number)
+    if number is None:
+        return "None"
+    if not math.isfinite(number):
+        return f"float({str(number)!r})"
+    return repr(value) if isinstance(value, (int, float)) else repr(number)
 
 
 def _dtype(record: Dict[str, Any], where: str) -> str:

@@ -21,7 +21,7 @@ from .compare_config import compare_env, compare_hyper, compare_pip
 from .compare_random import compare_random
 from .compare_tensors import compare_dataset, compare_weights
 from .formats import Pack, Track
-from .masking import Masker
+from .masking import BOTH_SET, KEY_ENV, Masker
 from .report import summary_table, write_report
 from .results import DEFAULT_RESULT, ERROR, ITEMS, NONE, OUT_MARKER, RESULT_FILE, RESULT_JSON, ItemResult
 
@@ -69,6 +69,13 @@ def compare_items(bench: Pack, cmp: Pack, tolerance: float = 0.0, track: Optiona
         elif b != c:
             side = "bench" if b else "cmp"
             results[name].note, results[name].note_level = f"collected in the {side} pack only", ERROR
+    for name in ("env", "hyperparameters"):  # masks under two keys: equal or not, nobody can tell
+        uncompared = sum(1 for row in results[name].rows
+                         if any(BOTH_SET in str(cell) or "set on both sides" in str(cell) for cell in row))
+        if uncompared:
+            results[name].note = (results[name].note + "; " if results[name].note else "") + \
+                f"{uncompared} masked value(s) not compared (packs masked with different keys; pack both with " \
+                f"the same {KEY_ENV} to compare them)"
     for pack, side in ((bench, "bench"), (cmp, "cmp")):
         if pack.duplicates:
             results["env"].note = (results["env"].note + "; " if results["env"].note else "") + \

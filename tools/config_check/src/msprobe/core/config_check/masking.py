@@ -24,6 +24,7 @@ KEY_ENV = "MSPROBE_CONFIG_CHECK_KEY"
 MIN_KEY_CHARS = 16
 MAX_DEPTH = 64  # nested hyperparameters deeper than this are left as they are (bounded recursion)
 
+DUPLICATE = "duplicate_value"  # msprobe's record of an option given twice: {"description": DUPLICATE, "values": [...]}
 SAME, DIFFERENT, BOTH_SET = "same secret", "different secret", "both set"
 
 # Parts of a name (split at '_', '-', '.', camelCase) that make its value a secret, whatever it is.
@@ -118,7 +119,13 @@ class Masker:
         if isinstance(value, list):
             return [self.value(name, item, depth + 1) for item in value]
         if isinstance(value, dict):
-            return {key: self.value(str(key), item, depth + 1) for key, item in value.items()}
+            if value.get("description") == DUPLICATE and isinstance(value.get("values"), list):
+                # an option set twice (two lines, or a script and a yaml): every value is masked by the option's name
+                return dict(value, values=self.value(name, value["values"], depth + 1))
+            # under a secret name, everything stored is that secret's (``password: {main: ..., backup: ...}``)
+            inherit = secret_kind(name) == "strong"
+            return {key: self.value(name if inherit and not secret_kind(str(key)) else str(key), item, depth + 1)
+                    for key, item in value.items()}
         return value
 
     def tree(self, mapping: dict) -> dict:
