@@ -62,7 +62,7 @@ def _ours(target: Path, golden: Path, out: Path) -> List[Dict[str, str]]:
 def test_numbers_equal_msprobe_262_on_our_dumps(tiny_dumps, tmp_path, task):
     target, golden = tiny_dumps[task + "_planted"], tiny_dumps[task]
     theirs = _upstream_compare(target, golden, tmp_path / "theirs")
-    assert_same_numbers(_ours(target, golden, tmp_path / "ours"), theirs, min_common=690)
+    assert_same_numbers(_ours(target, golden, tmp_path / "ours"), theirs, min_common=480)  # msprobe's default set
 
 
 @pytest.mark.slow

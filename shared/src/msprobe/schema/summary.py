@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional
 
 from .dump import iter_records, record_is_finite
-from .errors import SchemaError
 from .names import try_parse_entry
+from .tensor_file import tensor_file_problem  # noqa: F401 - inspect's check is every tool's
 from .jsonio import path_kind
 from .tree import RankDir, list_dir
 
@@ -68,33 +67,3 @@ def summarize_rank(rank: RankDir) -> RankSummary:
                        parameters_grad=directions["parameters_grad"], tensors=tensors,
                        construct_nodes=len(files.construct), stacks=len(files.stacks), non_finite=non_finite,
                        recovered=dump.recovered, tensor_files=tensor_files, bad_files=bad_files)
-
-
-_ZIP_END = b"PK\x05\x06"
-_NPY_MAGIC = b"\x93NUMPY"
-
-
-def tensor_file_problem(tensor_dir: Path, name: str) -> Optional[str]:
-    """What is wrong with the tensor file ``name`` of a rank directory, or None: missing, not a regular
-    file, empty, unreadable, or cut short (a ``.pt`` without its zip end record, a ``.npy`` without its
-    magic). Reads at most 64 KiB of it."""
-    if Path(name).name != name:
-        return "not a file name"
-    path = tensor_dir / name
-    try:
-        kind = path_kind(path)
-    except SchemaError:
-        return "cannot be looked at"
-    if kind != "file":
-        return kind if kind == "missing" else f"a {kind}, not a file"
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            if size == 0:
-                return "empty"
-            if name.endswith(".npy"):
-                return None if handle.read(len(_NPY_MAGIC)) == _NPY_MAGIC else "not a .npy file"
-            handle.seek(max(size - (1 << 16), 0))
-            return None if _ZIP_END in handle.read() else "cut short (no zip end record)"
-    except OSError as exc:
-        return f"unreadable ({exc.strerror})"

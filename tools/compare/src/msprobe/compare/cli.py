@@ -13,7 +13,7 @@ from msprobe.cli.progress import QUIET_HELP
 from .config import CompareConfig
 from .divergence import paragraph
 from .pair import parse_numbers
-from .run import run_compare
+from .run import CompareRun, run_compare
 
 
 def register(app: typer.Typer) -> None:
@@ -35,11 +35,13 @@ def compare(
     xlsx: bool = typer.Option(True, "--xlsx/--no-xlsx", help="Write the styled .xlsx beside each CSV."),
     workers: int = typer.Option(1, "-j", "--workers", min=1, max=64, help="Ranks compared in parallel."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
+    statistics: bool = typer.Option(False, "--statistics",
+                                    help="Compare tensor dumps by their statistics; read no tensor file."),
 ) -> int:
     """Compare two dumps rank by rank and name the first API whose inputs agree but whose outputs do not."""
     config = CompareConfig(output_dir=output, steps=_tuple(parse_numbers(steps, "--steps")),
                            ranks=_tuple(parse_numbers(ranks, "--ranks")), mapping_file=mapping, xlsx=xlsx,
-                           html=html, workers=workers, quiet=quiet)
+                           html=html, workers=workers, quiet=quiet, statistics=statistics)
     result = run_compare(target, golden, config)
     if html is not None:
         from .html import write_html
@@ -49,7 +51,7 @@ def compare(
     if as_json:
         typer.echo(json.dumps(result.summary, indent=1))
     else:
-        _report(result.summary, config)
+        _report(result, config)
     typer.echo(f"wrote {result.summary_path}", err=as_json)
     return result.exit_code
 
@@ -58,26 +60,31 @@ def _tuple(values):
     return None if values is None else tuple(values)
 
 
-def _report(summary: dict, config: CompareConfig) -> None:
+def _report(result: CompareRun, config: CompareConfig) -> None:
     tolerance_note = "tolerance " + ", ".join(f"{k} {v:g}" for k, v in config.tolerances.items())
-    for rank in summary["ranks"]:
-        counts = rank["results"]
-        where = rank["label"] if rank["step"] is None else f"step{rank['step']}/{rank['label']}"
-        typer.echo(f"{where}: {rank['matched_entries']}/{rank['entries']} entries matched, {rank['rows']} rows "
+    for rank in result.ranks:
+        counts = rank.results
+        typer.echo(f"{rank.where}: {rank.matched_entries}/{rank.entries} entries matched, {rank.rows} rows "
                    f"({counts['pass']} pass, {counts['warning']} warning, {counts['error']} error, "
                    f"{counts['N/A']} unmatched), "
-                   f"mode {rank['mode']} -> {rank['files']['csv']}")
-        if rank["mode_note"]:
-            typer.echo(f"  note: {rank['mode_note']}")
-        if rank["unmatched_golden"] or rank["unmatched_target"]:
-            typer.echo(f"  unmatched: {len(rank['unmatched_target'])} target, {len(rank['unmatched_golden'])} golden "
+                   f"mode {rank.mode} -> {rank.files['csv']}")
+        if rank.mode_note:
+            typer.echo(f"  note: {rank.mode_note}")
+        if rank.unmatched_golden or rank.unmatched_target:
+            typer.echo(f"  unmatched: {len(rank.unmatched_target)} target, {len(rank.unmatched_golden)} golden "
                        "entries (listed in the summary JSON)")
-    found = summary["first_divergence"]
+        if rank.recorded_differently:
+            typer.echo(f"  recorded differently, not a divergence: {', '.join(rank.recorded_differently[:3])}"
+                       + (" ..." if len(rank.recorded_differently) > 3 else ""))
+    found = result.first
     if found is None:
-        typer.echo("No divergence: every compared output agrees within tolerance.")
+        warned = sum(r.results["warning"] + r.results["error"] for r in result.ranks)
+        typer.echo("No divergence: every compared entry agrees within tolerance"
+                   + (f" ({warned} rows marked warning or error change no result: see their Err_message)."
+                      if warned else "."))
         return
     typer.echo("")
-    typer.echo(paragraph(found["where"], found, tolerance_note))
-    others = [r for r in summary["diverged_ranks"] if r != found["where"]]
+    typer.echo(paragraph(found.where, found, tolerance_note))
+    others = [r.where for r in result.ranks if r.diverged and r.where != found.where]
     if others:
         typer.echo(f"Other ranks that diverge: {', '.join(others)}")

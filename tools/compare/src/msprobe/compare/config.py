@@ -56,6 +56,9 @@ class CompareConfig:
     """No progress bar over the ranks (it shows only on a terminal anyway)."""
     max_tensor_bytes: int = 2 << 30
     """Largest tensor file read in tensor mode; a bigger one is compared by its statistics."""
+    statistics: bool = False
+    """Compare tensor dumps by their statistics and read no tensor file (``--statistics``); otherwise a tensor
+    file that is missing, outside the dump or unreadable is an error naming it."""
 
     def tolerance(self, dtype: Optional[str]) -> float:
         return self.tolerances.get(dtype_key(dtype), EXACT_TOLERANCE)

@@ -47,25 +47,31 @@ def stat_text(value: Any) -> str:
 
 
 def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
-                  scale_of: Callable[[], float]) -> Tuple[List[str], float]:
-    """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values) and the largest
-    scaled error ``|t - g| / max(|g|, scale_of())`` (inf when finiteness or presence differs); the scale is
-    asked for only when the values differ."""
+                  scale_of: Callable[[], float]) -> Tuple[List[str], float, List[str]]:
+    """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values), the largest
+    scaled error ``|t - g| / max(|g|, scale_of())`` (inf when finiteness differs; the scale is asked for only
+    when the values differ), and the statistics one side does not record (null: msprobe writes no Mean or
+    Norm for integer tensors), which are not compared: a missing number is no disagreement."""
     t_vals = [target.get(key) for key in COLUMN_STAT_KEYS]
     g_vals = [golden.get(key) for key in COLUMN_STAT_KEYS]
     t_texts = [stat_text(v) for v in t_vals]
     if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
-        return ["0"] * 8 + t_texts + t_texts, 0.0
+        return ["0"] * 8 + t_texts + t_texts, 0.0, []
     g_texts = [stat_text(v) for v in g_vals]
-    diffs, rels, worst = [], [], 0.0
+    diffs, rels, worst, one_sided = [], [], 0.0, []
     scale = scale_of()
-    for t, g, t_text, g_text in zip(t_vals, g_vals, t_texts, g_texts):
+    for key, t, g, t_text, g_text in zip(COLUMN_STAT_KEYS, t_vals, g_vals, t_texts, g_texts):
         t_num, g_num = _number(t), _number(g)
         diff, rel = stat_diff(t, g, t_num, g_num, t_text == g_text)
         diffs.append(diff)
         rels.append(rel)
-        worst = max(worst, _scaled(t_num, g_num, scale))
-    return diffs + rels + t_texts + g_texts, worst
+        if (t is None) != (g is None):
+            one_sided.append(key)
+        else:
+            worst = max(worst, _scaled(t_num, g_num, scale))
+    if len(one_sided) == len(COLUMN_STAT_KEYS):
+        worst = math.inf  # nothing both sides record: no agreement can be shown
+    return diffs + rels + t_texts + g_texts, worst, one_sided
 
 
 def stat_diff(target: Any, golden: Any, t: Optional[float], g: Optional[float], same_text: bool) -> Tuple[str, str]:

@@ -28,9 +28,13 @@ def describe(dump: DumpFile, rank: RankDir) -> str:
     return "md5" if _holds(dump, "md5") else "statistics"
 
 
-def choose_mode(target: DumpFile, golden: DumpFile, target_rank: RankDir, golden_rank: RankDir) -> Tuple[str, str]:
-    """(mode, note for the user: empty when both sides hold the same kind of data)."""
+def choose_mode(target: DumpFile, golden: DumpFile, target_rank: RankDir, golden_rank: RankDir,
+                statistics: bool = False) -> Tuple[str, str]:
+    """(mode, note for the user: empty when both sides hold the same kind of data); ``statistics``: tensor
+    dumps are compared by their statistics, no tensor file read (``--statistics``)."""
     kinds = describe(target, target_rank), describe(golden, golden_rank)
+    if statistics and "tensor" in kinds and "md5" not in kinds and "overflow_check" not in kinds:
+        return "statistics", "compared by statistics, as asked (--statistics): no tensor file read"
     if "overflow_check" in kinds:
         raise MsprobeError(f"{target_rank.path} holds task {target.task!r} and {golden_rank.path} task "
                            f"{golden.task!r}: overflow_check dumps are not compared (use msprobe overflow_check)")

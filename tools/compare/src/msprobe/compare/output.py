@@ -1,54 +1,104 @@
-"""Result files: the CSV per rank (msprobe's columns), the styled workbook, and compare_summary.json."""
+"""Result files: the CSV per rank (msprobe's columns), the styled workbook, and compare_summary.json.
+
+Every file is written under a temporary name (``.NAME.<pid>.partial``) and given its name only once complete:
+a run killed mid-write leaves no table that looks whole. Names are never reused: ``_1``, ``_2``... when taken.
+"""
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Callable, Iterator, List
 
 from msprobe.schema import MsprobeError
 from msprobe.schema.compare_result import SUMMARY_NAME, header
 from msprobe.schema.jsonio import dumps
 
+from .table_row import TableRow
+
 MAX_TRIES = 1000
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a CSV cell as a formula (OWASP's list)."""
+_FORMULA_FIRST = frozenset("".join(_FORMULA_START))
 
 
-def prepare_output_dir(path: Path) -> Path:
+@contextlib.contextmanager
+def output_dir(path: Path) -> Iterator[Path]:
+    """The ``-o`` folder, created when missing, and removed again when the run fails before writing to it."""
     if path.exists() and not path.is_dir():
         raise MsprobeError(f"{path}: -o/--output must be a directory, found a file")
+    created = not path.exists()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MsprobeError(f"{path}: cannot create the output directory ({exc.strerror})") from None
-    return path
+    try:
+        yield path
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only when empty: nothing of the user's is removed
+        raise
 
 
-def open_new(folder: Path, name: str, mode: str = "x", **kwargs: Any):
-    """Open ``folder/name`` for writing without replacing anything: ``name`` with ``_1``, ``_2``... when taken."""
+def write_new(folder: Path, name: str, write: Callable[[Any], None], binary: bool = False, **kwargs: Any) -> Path:
+    """Write ``folder/name`` through ``write(handle)`` to a temporary file, then give it the first free name
+    (``name``, ``stem_1.suffix``...); the temporary file is removed when writing fails."""
+    partial = folder / f".{name}.{os.getpid()}.partial"
+    try:
+        with open(partial, "wb" if binary else "w", **kwargs) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return _publish(partial, folder, name)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+
+
+def _publish(partial: Path, folder: Path, name: str) -> Path:
     stem, dot, suffix = name.partition(".")
     for attempt in range(MAX_TRIES):
         candidate = folder / (name if attempt == 0 else f"{stem}_{attempt}{dot}{suffix}")
         try:
-            return candidate, open(candidate, mode, **kwargs)
+            os.link(partial, candidate)  # fails when the name is taken: never replaces a file
+            return candidate
         except FileExistsError:
             continue
+        except OSError:  # a file system without hard links: a rename after looking
+            if candidate.exists():
+                continue
+            os.replace(partial, candidate)
+            return candidate
     raise MsprobeError(f"{folder}: {MAX_TRIES} files named like {name} exist already")
 
 
-def write_csv(folder: Path, name: str, mode: str, rows: List[List[Any]]) -> Path:
-    path, handle = open_new(folder, name, "x", newline="", encoding="utf-8")
-    with handle:
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet shows as text: one starting like a formula gets a leading ``'``; numbers stay."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        try:
+            float(value)
+            return value  # "-1.5", "-inf": a number, kept as one
+        except ValueError:
+            return "'" + value
+    return value
+
+
+def write_csv(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
+    columns = header(mode)
+
+    def write(handle) -> None:
         writer = csv.writer(handle)
-        writer.writerow(header(mode))
-        writer.writerows(rows)
-    return path
+        writer.writerow(columns)
+        for row in rows:
+            cells = row.cells(columns)
+            if any(type(v) is str and v[:1] in _FORMULA_FIRST for v in cells):
+                cells = [csv_cell(v) for v in cells]
+            writer.writerow(cells)
+    return write_new(folder, name, write, newline="", encoding="utf-8")
 
 
 def write_summary(folder: Path, summary: dict, timestamp: str) -> Path:
     name = SUMMARY_NAME if not (folder / SUMMARY_NAME).exists() else SUMMARY_NAME.replace(".json", f"_{timestamp}.json")
-    path, handle = open_new(folder, name, "x", encoding="utf-8")
-    with handle:
-        handle.write(dumps(summary, indent=1))
-        handle.flush()
-        os.fsync(handle.fileno())
-    return path
+    return write_new(folder, name, lambda handle: handle.write(dumps(summary, indent=1)), encoding="utf-8")

@@ -4,18 +4,19 @@ from __future__ import annotations
 import gc
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from msprobe.schema import RankDir, RankFiles, try_parse_entry
 from msprobe.schema.unchecked import explain, load_rank_unchecked
-from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE, PASS, RESULT, WARNING, header
+from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE, PASS, WARNING
 
 from .config import CompareConfig
 from .mapping import NameMapping
 from .match import pair_entries
 from .modes import choose_mode
-from .rows import INPUT, Row, entry_rows
-from .table import RowJudge, basic_cells, data_name_cell
+from .rows import INPUT, PARAMETERS, Row, entry_rows
+from .table import RowJudge
+from .table_row import TableRow
 
 _RANK_OF_RESULT = {NOT_APPLICABLE: 0, PASS: 0, WARNING: 1, "Different": 2, ERROR: 2}
 
@@ -32,13 +33,22 @@ class EntryResult:
     input_error: float = 0.0
     output_error: float = 0.0
     inputs_ok: bool = True
+    """Every tensor input agrees (plain arguments are ``notes``)."""
     outputs_ok: bool = True
+    params_ok: bool = True
+    """Every parameter the entry records (a module's ``parameters``, L0 and mix) agrees."""
     result: str = PASS
     notes: List[str] = field(default_factory=list)
     first_row: int = 0
     row_count: int = 0
     worst_output: Optional[str] = None
     """The output row with the largest scaled error."""
+    differing: Dict[str, List[str]] = field(default_factory=dict)
+    """Row names that disagree, by kind (``input``, ``output``, ``parameters``)."""
+
+    @property
+    def differs(self) -> bool:
+        return not (self.inputs_ok and self.outputs_ok and self.params_ok)
 
 
 @dataclass
@@ -50,7 +60,7 @@ class RankComparison:
     golden: RankDir
     mode: str
     mode_note: str
-    rows: List[List[Any]]
+    rows: List[TableRow]
     entries: List[EntryResult]
     unmatched_golden: List[str]
     files: Dict[str, RankFiles]
@@ -58,15 +68,9 @@ class RankComparison:
     @property
     def counts(self) -> Dict[str, int]:
         out = {PASS: 0, WARNING: 0, ERROR: 0, NOT_APPLICABLE: 0}
-        result_column = header(self.mode).index(RESULT)
         for row in self.rows:
-            key = row[result_column] if row[result_column] in out else ERROR
-            out[key] += 1
+            out[row.result if row.result in out else ERROR] += 1
         return out
-
-    @property
-    def diverged(self) -> bool:
-        return any(not (e.inputs_ok and e.outputs_ok) for e in self.entries if e.golden is not None)
 
 
 def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
@@ -84,11 +88,11 @@ def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mappin
 
 def _compare(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
     t_files, g_files = load_rank_unchecked(target), load_rank_unchecked(golden)
-    mode, note = choose_mode(t_files.dump, g_files.dump, target, golden)
+    mode, note = choose_mode(t_files.dump, g_files.dump, target, golden, config.statistics)
     same = _family(t_files.dump.framework) == _family(g_files.dump.framework)
     judge = RowJudge(mode, config.tolerance, target.tensor_dir, golden.tensor_dir, config.max_tensor_bytes, same)
     pairs, unmatched = pair_entries(t_files.dump.data, g_files.dump.data, mapping)
-    rows: List[List[Any]] = []
+    rows: List[TableRow] = []
     entries = []
     for t_name, g_name in pairs:
         entries.append(_compare_entry(t_name, g_name, t_files, g_files, judge, config, rows))
@@ -108,7 +112,7 @@ def _kind(name: str):
 
 
 def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankFiles, g_files: RankFiles,
-                   judge: RowJudge, config: CompareConfig, rows: List[List[Any]]) -> EntryResult:
+                   judge: RowJudge, config: CompareConfig, rows: List[TableRow]) -> EntryResult:
     kind, direction = _kind(t_name)
     grad = kind == "parameters_grad"
     result = EntryResult(t_name, g_name, kind, direction, first_row=len(rows))
@@ -120,12 +124,9 @@ def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankFiles, g_fil
         partner = g_rows.pop(row.name[len(t_name):], None) if g_name is not None else None
         if partner is not None and bool(partner.record) != bool(row.record):
             partner = None  # a None on one side (a gradient not computed): nothing to compare
-        middle, verdict, error, messages = judge.cells(row, partner)
-        cells = basic_cells(row, partner) + middle + [stack if index == 0 else NOT_APPLICABLE]
-        if judge.mode == "tensor":
-            cells.append(data_name_cell(row, partner))
+        cells, error, messages = judge.row(row, partner, stack if index == 0 else NOT_APPLICABLE)
         rows.append(cells)
-        _account(result, row, partner, verdict, error, messages, judge.tolerance_of)
+        _account(result, row, partner, cells.result, error, messages)
     if g_rows:
         result.notes.append("golden only: " + ", ".join(r.name for r in g_rows.values()))
     result.row_count = len(rows) - result.first_row
@@ -133,21 +134,25 @@ def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankFiles, g_fil
 
 
 def _account(result: EntryResult, row: Row, partner: Optional[Row], verdict: str, error: float,
-             messages: List[str], tolerance_of) -> None:
+             messages: List[str]) -> None:
     if _RANK_OF_RESULT.get(verdict, 2) > _RANK_OF_RESULT.get(result.result, 2):
         result.result = verdict
     if partner is None:
         if result.golden is not None:
             result.notes.append(f"target only: {row.name}")
         return
-    is_input = row.kind == INPUT
     bad = verdict != PASS
-    if is_input:
+    if bad and (row.is_tensor or row.kind != INPUT):
+        result.differing.setdefault(row.kind, []).append(row.name)
+    if row.kind == INPUT:
         result.input_error = max(result.input_error, error)
         if bad and row.is_tensor:
             result.inputs_ok = False
         elif bad:
             result.notes.append(f"argument {row.name} differs: {messages[0] if messages else verdict}")
+    elif row.kind == PARAMETERS:
+        if bad:
+            result.params_ok = False
     else:
         if result.worst_output is None or error > result.output_error:
             result.worst_output = row.name

@@ -1,4 +1,4 @@
-"""The cells of one compare-table row, per mode, in the order of ``msprobe.schema.compare_result.HEADERS``."""
+"""One compare-table row per pair of dump rows, per mode (``table_row.TableRow``): the cells and the verdict."""
 from __future__ import annotations
 
 import json
@@ -12,22 +12,22 @@ from msprobe.schema.compare_result import COLUMN_STAT_KEYS, DIFFERENT, ERROR, NO
 from .judge import rms, structural_problems
 from .metrics import UNSUPPORTED, compare_stats, stat_text, tensor_metrics
 from .rows import Row, plain_value
-from .tensor_files import data_file, load_array
+from .table_row import TableRow, blank_row
+from .tensor_files import load_array
 
 NO_BENCH = "No bench data matched."
-_NA4 = [NOT_APPLICABLE] * 4
+_NA4 = (NOT_APPLICABLE,) * 4
 
 
 def _no_scale() -> float:
     return 0.0
 
 
-def basic_cells(target: Row, golden: Optional[Row]) -> List[Any]:
-    t_dtype, t_shape, t_req = _describe(target)
-    if golden is None:
-        return [target.name, NOT_APPLICABLE, t_dtype, NOT_APPLICABLE, t_shape, NOT_APPLICABLE, t_req, NOT_APPLICABLE]
-    g_dtype, g_shape, g_req = _describe(golden)
-    return [target.name, golden.name, t_dtype, g_dtype, t_shape, g_shape, t_req, g_req]
+def _fill_basic(cells: TableRow, target: Row, golden: Optional[Row]) -> None:
+    cells.target_dtype, cells.target_shape, cells.target_requires_grad = _describe(target)
+    if golden is not None:
+        cells.golden_name = golden.name
+        cells.golden_dtype, cells.golden_shape, cells.golden_requires_grad = _describe(golden)
 
 
 def data_name_cell(target: Row, golden: Optional[Row]) -> str:
@@ -46,13 +46,13 @@ def _describe(row: Row) -> Tuple[str, str, str]:
     return dtype, "[]" if row.record else NOT_APPLICABLE, NOT_APPLICABLE
 
 
-def stat_cells(row: Optional[Row]) -> List[str]:
+def stat_cells(row: Optional[Row]) -> Tuple[str, ...]:
     if row is None:
-        return list(_NA4)
+        return _NA4
     if row.is_tensor:
-        return [stat_text(row.record.get(key)) for key in COLUMN_STAT_KEYS]
+        return tuple(stat_text(row.record.get(key)) for key in COLUMN_STAT_KEYS)
     _, value = plain_value(row.record)
-    return [stat_text(value)] * 4
+    return (stat_text(value),) * 4
 
 
 def _plain_as_record(row: Row) -> Dict[str, Any]:
@@ -64,7 +64,7 @@ def _plain_as_record(row: Row) -> Dict[str, Any]:
 
 
 class RowJudge:
-    """Turns a (target, golden) row pair into table cells, a result and a scaled error."""
+    """Turns a (target, golden) row pair into a table row, a result and a scaled error."""
 
     def __init__(self, mode: str, tolerance_of, target_dir: Optional[Path] = None,
                  golden_dir: Optional[Path] = None, max_tensor_bytes: int = 2 << 30,
@@ -75,23 +75,28 @@ class RowJudge:
         self.dirs = (target_dir, golden_dir)
         self.max_tensor_bytes = max_tensor_bytes
 
-    def cells(self, target: Row, golden: Optional[Row]) -> Tuple[List[Any], str, float, List[str]]:
-        """(cells from the mode columns to Err_message, result, scaled error, messages)."""
+    def row(self, target: Row, golden: Optional[Row], stack: str = NOT_APPLICABLE) -> Tuple[TableRow, float, List[str]]:
+        """(the table row, its scaled error, its messages); the row's ``result`` is the verdict."""
+        cells = blank_row(target.name)
+        cells.stack = stack
+        _fill_basic(cells, target, golden)
+        if self.mode == "tensor":
+            cells.data_name = data_name_cell(target, golden)
         if golden is None:
             if self.mode == "md5":
-                middle = [target.record.get("md5") or NOT_APPLICABLE, NOT_APPLICABLE]
+                cells.target_md5 = target.record.get("md5") or NOT_APPLICABLE
             else:
-                width = 8 if self.mode == "statistics" else 6
-                middle = [NOT_APPLICABLE] * width + stat_cells(target) + list(_NA4)
-            return middle + [NOT_APPLICABLE, NOT_APPLICABLE, json.dumps([NO_BENCH])], NOT_APPLICABLE, 0.0, [NO_BENCH]
+                cells.target_stats = stat_cells(target)
+            cells.err_message = json.dumps([NO_BENCH])
+            return cells, 0.0, [NO_BENCH]
         problems = structural_problems(target.record, golden.record, target.is_tensor, golden.is_tensor,
                                        self.same_framework)
         if self.mode == "md5":
-            middle, error, messages = self._md5(target, golden)
+            error, messages = self._md5(cells, target, golden)
         elif self.mode == "tensor" and target.is_tensor and golden.is_tensor:
-            middle, error, messages = self._tensor(target, golden)
+            error, messages = self._tensor(cells, target, golden)
         else:
-            middle, error, messages = self._statistics(target, golden)
+            error, messages = self._statistics(cells, target, golden)
         messages = problems + messages if problems else messages
         if problems:
             result = ERROR
@@ -99,39 +104,52 @@ class RowJudge:
             result = PASS if error == 0 else DIFFERENT
         else:
             result = PASS if error <= self.tolerance_of(golden.record.get("dtype")) else WARNING
-        consistent = "True" if target.record.get("requires_grad") == golden.record.get("requires_grad") else "False"
-        return middle + [consistent, result, json.dumps(messages) if messages else "[]"], result, error, messages
+        same_req = target.record.get("requires_grad") == golden.record.get("requires_grad")
+        cells.requires_grad_consistent = "True" if same_req else "False"
+        cells.result = result
+        cells.err_message = json.dumps(messages) if messages else "[]"
+        return cells, error, messages
 
-    def _statistics(self, target: Row, golden: Row):
+    def _statistics(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
         t_rec = target.record if target.is_tensor else _plain_as_record(target)
         g_rec = golden.record if golden.is_tensor else _plain_as_record(golden)
-        cells, error = compare_stats(t_rec, g_rec, (lambda: rms(g_rec)) if golden.is_tensor else _no_scale)
+        values, error, one_sided = compare_stats(t_rec, g_rec, (lambda: rms(g_rec)) if golden.is_tensor else _no_scale)
+        messages = [_one_sided_message(one_sided, t_rec)] if one_sided else []
+        cells.target_stats, cells.golden_stats = tuple(values[8:12]), tuple(values[12:16])
         if self.mode == "tensor":  # a plain value, or a side without its file: no tensor metric
-            missing = [] if not target.is_tensor else ["Compared by statistics."]
-            return [UNSUPPORTED if not target.is_tensor else NOT_APPLICABLE] * 6 + cells[8:], error, missing
-        return cells, error, []
+            cells.tensor_metrics = (UNSUPPORTED if not target.is_tensor else NOT_APPLICABLE,) * 6
+            return error, messages + ([] if not target.is_tensor else ["Compared by statistics."])
+        cells.stat_diffs, cells.stat_relative = tuple(values[:4]), tuple(values[4:8])
+        return error, messages
 
-    def _md5(self, target: Row, golden: Row):
-        t_md5, g_md5 = target.record.get("md5"), golden.record.get("md5")
+    def _md5(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
         if not target.is_tensor:
-            same = target.record == golden.record
-            return [NOT_APPLICABLE, NOT_APPLICABLE], 0.0 if same else float("inf"), []
-        return [t_md5 or NOT_APPLICABLE, g_md5 or NOT_APPLICABLE], 0.0 if t_md5 == g_md5 else float("inf"), []
+            return (0.0 if target.record == golden.record else float("inf")), []
+        t_md5, g_md5 = target.record.get("md5"), golden.record.get("md5")
+        cells.target_md5, cells.golden_md5 = t_md5 or NOT_APPLICABLE, g_md5 or NOT_APPLICABLE
+        return (0.0 if t_md5 == g_md5 else float("inf")), []
 
-    def _tensor(self, target: Row, golden: Row):
+    def _tensor(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
         arrays, why = [], []
         for row, folder in ((target, self.dirs[0]), (golden, self.dirs[1])):
-            path = data_file(folder, row.record.get("data_name")) if folder is not None else None
-            array, reason = load_array(path, self.max_tensor_bytes) if path is not None else (None, "")
+            name = row.record.get("data_name")
+            array, reason = (load_array(folder, name, self.max_tensor_bytes) if folder is not None and name
+                             else (None, ""))
             arrays.append(array)
             if reason:
                 why.append(reason)
         if arrays[0] is None or arrays[1] is None:
-            middle, error, messages = self._statistics(target, golden)
-            return middle, error, why + (messages if not why else [])
+            error, messages = self._statistics(cells, target, golden)
+            return error, why + (messages if not why else [])
         values, message = tensor_metrics(arrays[0], arrays[1])
-        stats = stat_cells(target) + stat_cells(golden)
-        return values + stats, array_error(arrays[0], arrays[1]), [message] if message else []
+        cells.tensor_metrics = tuple(values)
+        cells.target_stats, cells.golden_stats = stat_cells(target), stat_cells(golden)
+        return array_error(arrays[0], arrays[1]), [message] if message else []
+
+
+def _one_sided_message(keys: List[str], target: Dict[str, Any]) -> str:
+    side = "golden" if all(target.get(k) is not None for k in keys) else "target"
+    return f"{', '.join(keys)} not recorded by the {side}: not compared."
 
 
 def array_error(target: np.ndarray, golden: np.ndarray) -> float:

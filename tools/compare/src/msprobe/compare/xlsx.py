@@ -1,6 +1,7 @@
 """The styled workbook beside each CSV: frozen header, filters, red rows (error) and yellow rows (warning).
 
-openpyxl in write-only mode: rows stream to the file, only the highlighted rows' cells carry a style.
+openpyxl in write-only mode: rows stream to the file, only the highlighted rows' cells carry a style. Every
+string is a string cell, never a formula: a dump's argument ``"=HYPERLINK(...)"`` must not come alive in Excel.
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from msprobe.schema.compare_result import DIFFERENT, ERROR, RESULT, WARNING, header
+from msprobe.schema.compare_result import DIFFERENT, ERROR, WARNING, header
 
-from .output import open_new
+from .output import write_new
+from .table_row import TableRow
 
 RED, YELLOW = "FFC7CE", "FFEB9C"
 _FILLS = {ERROR: RED, DIFFERENT: RED, WARNING: YELLOW}
@@ -22,9 +24,8 @@ MAX_CELL_TEXT = 32_000
 """Excel's limit is 32,767 characters per cell: longer stacks are cut."""
 
 
-def write_xlsx(folder: Path, name: str, mode: str, rows: List[List[Any]]) -> Path:
+def write_xlsx(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
     columns = header(mode)
-    result_index = columns.index(RESULT)
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("compare_result")
     sheet.freeze_panes = "A2"
@@ -33,23 +34,25 @@ def write_xlsx(folder: Path, name: str, mode: str, rows: List[List[Any]]) -> Pat
     sheet.append([_styled(sheet, value, font=bold) for value in columns])
     fills = {key: PatternFill("solid", start_color=color, end_color=color) for key, color in _FILLS.items()}
     for row in rows:
-        fill = fills.get(row[result_index])
-        values = [_cell(v) for v in row]
-        sheet.append(values if fill is None else [_styled(sheet, v, fill=fill) for v in values])
-    path, handle = open_new(folder, name, "xb")
-    with handle:
-        workbook.save(handle)
-    return path
+        fill = fills.get(row.result)
+        values = [_text(v) for v in row.cells(columns)]
+        if fill is None:
+            sheet.append([_styled(sheet, v) if isinstance(v, str) and v.startswith("=") else v for v in values])
+        else:
+            sheet.append([_styled(sheet, v, fill=fill) for v in values])
+    return write_new(folder, name, workbook.save, binary=True)
 
 
-def _cell(value: Any) -> Any:
+def _text(value: Any) -> Any:
     if isinstance(value, str) and len(value) > MAX_CELL_TEXT:
         return value[:MAX_CELL_TEXT] + "..."
     return value
 
 
-def _styled(sheet, value: Any, fill: PatternFill = None, font: Font = None) -> WriteOnlyCell:
+def _styled(sheet, value: Any, fill: PatternFill = None, font: Font = None):
     cell = WriteOnlyCell(sheet, value=value)
+    if isinstance(value, str):
+        cell.data_type = "s"  # openpyxl would store "=..." as a live formula
     if fill is not None:
         cell.fill = fill
     if font is not None:

@@ -1,0 +1,80 @@
+"""One row of a compare table as a typed record; turned into msprobe's column list only where a file is written.
+
+Each field names the column(s) it fills (``metadata["columns"]``), so a new column is one field here plus
+its name in ``msprobe.schema.compare_result.HEADERS`` (the file format), and the code that computes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Sequence, Tuple
+
+from msprobe.schema.compare_result import (BASIC, BENCH_MD5, BENCH_STATS, DATA_NAME, ERR_MESSAGE, NOT_APPLICABLE,
+                                           NPU_MD5, NPU_STATS, REQ_GRAD_CONSISTENT, RESULT, STACK, STAT_DIFFS,
+                                           STAT_RELATIVE, TENSOR_METRICS)
+
+
+def _col(*columns: str) -> Any:
+    return field(metadata={"columns": columns})
+
+
+@dataclass
+class TableRow:
+    """The cells of one row; cells a mode does not have are never read for it. (No ``__slots__``: they
+    cannot carry the field metadata; Python 3.11's shared-key instance dicts keep a row about as small.)"""
+
+    target_name: str = _col(BASIC[0])
+    golden_name: str = _col(BASIC[1])
+    target_dtype: str = _col(BASIC[2])
+    golden_dtype: str = _col(BASIC[3])
+    target_shape: str = _col(BASIC[4])
+    golden_shape: str = _col(BASIC[5])
+    target_requires_grad: str = _col(BASIC[6])
+    golden_requires_grad: str = _col(BASIC[7])
+    stat_diffs: Sequence[Any] = _col(*STAT_DIFFS)
+    """Statistics mode: the four differences, then (``stat_relative``) the four relative errors."""
+    stat_relative: Sequence[Any] = _col(*STAT_RELATIVE)
+    tensor_metrics: Sequence[Any] = _col(*TENSOR_METRICS)
+    """Tensor mode: Cosine ... Five Thousandths Err Ratio."""
+    target_stats: Sequence[Any] = _col(*NPU_STATS)
+    golden_stats: Sequence[Any] = _col(*BENCH_STATS)
+    target_md5: Any = _col(NPU_MD5)
+    golden_md5: Any = _col(BENCH_MD5)
+    requires_grad_consistent: str = _col(REQ_GRAD_CONSISTENT)
+    result: str = _col(RESULT)
+    err_message: str = _col(ERR_MESSAGE)
+    """JSON list of messages (msprobe's form)."""
+    stack: str = _col(STACK)
+    data_name: str = _col(DATA_NAME)
+    """Tensor mode: ``['<target file>', '<golden file>']``."""
+
+    def cells(self, columns: Sequence[str]) -> List[Any]:
+        """The row as the list of ``columns`` (a header of ``compare_result.HEADERS``)."""
+        out = []
+        for column in columns:
+            name, index = _WHERE[column]
+            value = getattr(self, name)
+            out.append(value if index is None else value[index])
+        return out
+
+
+def _where() -> Dict[str, Tuple[str, Any]]:
+    """column -> (field, index into the field's sequence, or None for a one-column field)."""
+    out: Dict[str, Tuple[str, Any]] = {}
+    for item in fields(TableRow):
+        columns = item.metadata["columns"]
+        for index, column in enumerate(columns):
+            out[column] = (item.name, None if len(columns) == 1 else index)
+    return out
+
+
+_WHERE = _where()
+
+
+def blank_row(name: str) -> TableRow:
+    """A row with every cell ``N/A`` (the judge fills what its mode has)."""
+    na4 = (NOT_APPLICABLE,) * 4
+    return TableRow(name, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE,
+                    NOT_APPLICABLE, NOT_APPLICABLE, na4, na4, (NOT_APPLICABLE,) * 6, na4, na4, NOT_APPLICABLE,
+                    NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, "[]", NOT_APPLICABLE, NOT_APPLICABLE)
+
+
