@@ -1,4 +1,4 @@
-"""Generate ``src/msprobe/pytorch/support_wrap_ops.yaml`` from the installed torch itself.
+"""Generate ``src/msprobe/pytorch/support_wrap_ops_all.yaml`` (``record_all_apis``) from the installed torch.
 
 Run: ``python tools/dump/scripts/gen_support_wrap_ops.py [--check]``. The list holds every function
 torch declares overridable (``torch.overrides.get_overridable_functions``) in ``torch``,
@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from torch.overrides import get_overridable_functions
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "msprobe" / "pytorch" / "support_wrap_ops.yaml"
+OUT = Path(__file__).resolve().parents[1] / "src" / "msprobe" / "pytorch" / "support_wrap_ops_all.yaml"
 # Not computations: introspection, conversions to Python, autograd bookkeeping, storage handling.
 SKIP_EXACT = {
     "size", "dim", "ndimension", "numel", "nelement", "stride", "storage_offset", "data_ptr", "element_size",
@@ -41,7 +41,8 @@ DISTRIBUTED = ("send", "recv", "isend", "irecv", "broadcast", "all_reduce", "red
                "scatter", "reduce_scatter", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all",
                "all_to_all_single", "batch_isend_irecv", "barrier", "broadcast_object_list", "all_gather_object",
                "_all_gather_base", "_reduce_scatter_base")
-HEADER = """# APIs msprobe records (PrecisionDebugger, levels L1 and mix), by category.
+HEADER = """# Every overridable torch API, by category: what "record_all_apis": true records (levels L1 and mix);
+# the default is msprobe 26.2.0's list, support_wrap_ops.yaml.
 # Generated from torch {version} by tools/dump/scripts/gen_support_wrap_ops.py; do not edit here:
 # copy this file, edit the copy and set "api_list": "<path of the copy>" in config.json.
 """
@@ -56,6 +57,13 @@ def names_of(functions, namespace) -> list:
         if getattr(namespace, name, None) is None:
             continue
         out.add(name)
+    # Python's operators torch binds to a method of another name (Tensor.__neg__ is Tensor.neg): listed under
+    # their own names too, as they are recorded so (pytorch/operators.py)
+    ids = {id(func) for func in functions}
+    for name in dir(namespace):
+        if name.startswith("__") and name.endswith("__") and name not in SKIP_EXACT and not SKIP_RE.match(name) \
+                and id(getattr(namespace, name, None)) in ids:
+            out.add(name)
     return sorted(out)
 
 

@@ -21,6 +21,7 @@ DATA_MODES = ("all", "forward", "backward", "input", "output")
 SUMMARY_MODES = ("statistics", "md5", "xor")
 FILE_FORMATS = ("npy", "bin")
 PRECISIONS = ("low", "high")
+RISK_LEVELS = ("CORE", "FOCUS", "ALL")
 UPSTREAM_ONLY_SECTIONS = ("run_ut", "acc_check", "grad_probe", "free_benchmark", "structure", "exception_dump")
 UPSTREAM_ONLY_KEYS = ("acl_config", "extra_info", "online_run_ut", "nfs_path", "host", "port", "tls_path",
                       "backward_input", "tensor_list", "check_mode", "online_run_ut_recompute")
@@ -81,6 +82,15 @@ class DebuggerConfig:
     """Path of the user's own support_wrap_ops.yaml; replaces the shipped API list."""
     record_nested: bool = False
     """Also record APIs called inside other recorded APIs (msprobe records only the outermost)."""
+    risk_level: str = "FOCUS"
+    """msprobe 26.x's filter of the API list at L1 and mix: ``FOCUS`` (msprobe's default) leaves out its
+    low-risk APIs (reshapes, views, dtype conversions, factories: ``to``, ``reshape``, ``cat``...), ``CORE``
+    keeps matmuls, convolutions, norms, embeddings and collectives, ``ALL`` (or null) the whole list. No
+    filter when the task block has a ``scope`` or ``list``, as in msprobe. PyTorch only."""
+    record_all_apis: bool = False
+    """Record every API torch declares overridable (PyTorch, L1 and mix): msprobe's list plus indexing
+    (``Tensor.__getitem__``), ``view``, ``contiguous``..., and none left out by ``risk_level``; the default
+    is msprobe's set, so that two tools' dumps of one run pair entry for entry."""
     task_config: TaskConfig = field(default_factory=TaskConfig)
     """The block of the selected task."""
     source: Optional[str] = None
@@ -165,12 +175,19 @@ def parse_config(doc: Any, source: str = "config.json", overrides: Optional[Dict
         "precision": choice(doc.get("precision", "low"), PRECISIONS, source, "precision"),
         "api_list": optional_string(doc.get("api_list"), source, "api_list"),
         "record_nested": boolean(doc.get("record_nested", False), source, "record_nested"),
+        "risk_level": _risk_level(doc.get("risk_level", "FOCUS"), source),
+        "record_all_apis": boolean(doc.get("record_all_apis", False), source, "record_all_apis"),
     }
     for name in TASKS:
         if name in doc and name != task:
             _parse_task(doc[name], source, name, [])  # validated even when not selected
     task_config = _parse_task(doc.get(task, {}), source, task, unused)
     return DebuggerConfig(task_config=task_config, source=source, unused=tuple(unused), **values)
+
+
+def _risk_level(value: Any, source: str) -> str:
+    """msprobe reads an empty or null risk_level as ``ALL``."""
+    return "ALL" if value is None or value == "" else choice(value, RISK_LEVELS, source, "risk_level")
 
 
 def _parse_task(block: Any, source: str, name: str, unused: List[str]) -> TaskConfig:
@@ -236,6 +253,10 @@ def config_to_json(config: DebuggerConfig) -> Dict[str, Any]:
         doc["is_deterministic"] = True
     if config.record_nested:
         doc["record_nested"] = True
+    if config.risk_level != "FOCUS":
+        doc["risk_level"] = config.risk_level
+    if config.record_all_apis:
+        doc["record_all_apis"] = True
     return doc
 
 

@@ -1,6 +1,6 @@
 """The dump's TorchFunctionMode: it sees every overridable torch call of a dumped window (however the API
 was imported: the functions themselves are not replaced, so ``act is F.gelu`` still holds) and records
-those in the API list, gating their arguments and outputs for the backward entries (``gates.py``)."""
+those in the API list; their backward entries are observed on the graph as it is (``gates.py``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +12,7 @@ from msprobe.dump.calls import Call
 from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
-from .gates import gate_call
+from . import gates
 from .internals import compiling
 from .nested import NestedRunner
 
@@ -20,19 +20,25 @@ from .nested import NestedRunner
 set_grad = torch.set_grad_enabled  # called, not entered: sets the mode at once
 
 
+_NOT_INPLACE = ("__invert__", "__index__", "__int__")
+_BACKWARD = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+
+
 def _inplace(name: str) -> bool:
     if name.startswith("__"):
-        return name.startswith("__i") or name == "__setitem__"
+        return (name.startswith("__i") and name not in _NOT_INPLACE) or name == "__setitem__"
     return name.endswith("_")
 
 
 class DumpMode(TorchFunctionMode):
     """Sees every overridable torch call while a step is dumped; records those in the API list."""
 
-    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False) -> None:
+    def __init__(self, engine: DumpEngine, table: ApiTable, nested: bool = False, compiled: Any = None) -> None:
         super().__init__()
         self.engine = engine
+        self.compiled = compiled  # (compile_note.py) told when dynamo traces a recorded API
         self.table = table.by_func
+        self.operators = table.operators  # (operators.py) never run nested: their body is the C method
         self.nested = nested
         self._runner = NestedRunner(self)
 
@@ -41,10 +47,17 @@ class DumpMode(TorchFunctionMode):
         engine = self.engine
         if key is None or engine.busy or compiling():  # (dynamo traces this as a plain call)
             kwargs = kwargs or {}
+            if key is not None and not engine.busy and self.compiled is not None:  # (so compiling())
+                self.compiled.seen = True
+            if func in _BACKWARD and not engine.busy and not compiling():
+                # torch runs a mode's handler with the mode set aside, so backward would run without it: the
+                # APIs called in backward (recomputed by gradient checkpointing, in a Python autograd
+                # Function's backward) are recorded as msprobe records them only with the mode pushed again
+                return self._runner.body(func, args, kwargs)
             return self._runner.body(func, args, kwargs) if self.nested and not engine.busy else func(*args, **kwargs)
         kwargs = kwargs or {}
         call = engine.api_begin(key[0], key[1])
-        if not self.nested:
+        if not self.nested or self.operators.get(key[1]) is func:
             return func(*args, **kwargs) if call is None else run_recorded(engine, call, key[1], func, args, kwargs)
         if call is None:
             return self._runner.body(func, args, kwargs)
@@ -64,25 +77,21 @@ def run_recorded(engine: DumpEngine, call: Call, name: str, func, args, kwargs, 
         engine.api_inputs(call, args, kwargs)
     finally:
         set_grad(True)
-    if call.want_backward and not _inplace(name):
-        engine.busy = True
+    try:
+        if call.want_backward and not _inplace(name):
+            output = gates.observe_call(engine, call, args, func, kwargs)  # the output as func returned it
+        else:
+            output = func(*args, **kwargs)
+    except BaseException:  # (a recomputation stopped inside it by torch's checkpoint): its inputs are recorded
+        set_grad(False)
         try:
-            output = gate_call(engine, call, args, lambda gated: _unbusy_call(engine, func, gated, kwargs), nested)
+            engine.api_outputs(call, None, raised=True)
         finally:
-            engine.busy = False
-    else:
-        output = func(*args, **kwargs)
+            set_grad(True)
+        raise
     set_grad(False)
     try:
         engine.api_outputs(call, output)
     finally:
         set_grad(True)
     return output
-
-
-def _unbusy_call(engine: DumpEngine, func, args, kwargs):
-    engine.busy = False
-    try:
-        return func(*args, **kwargs)
-    finally:
-        engine.busy = True

@@ -1,6 +1,7 @@
 """seed_all: one call fixes every source of randomness a PyTorch training script has."""
 from __future__ import annotations
 
+import functools
 import os
 import random
 
@@ -36,11 +37,24 @@ def _identity_dropout(input, p=0.5, training=True, inplace=False):
     return input
 
 
+def _zero_dropout(original):
+    """``original`` called with p = 0: the identity, still seen (and recorded) as the API it is, as in msprobe."""
+    if getattr(original, "_msprobe_zero_dropout", False):  # seed_all called again
+        return original
+
+    @functools.wraps(original)
+    def dropout(input, p=0.5, training=True, inplace=False):
+        return original(input, 0.0, training, inplace)
+
+    dropout._msprobe_zero_dropout = True
+    return dropout
+
+
 def remove_dropout() -> None:
     """Dropout becomes the identity (functional forms and the nn.Dropout modules that call them)."""
     functional = torch.nn.functional
     for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"):
         if hasattr(functional, name):
-            setattr(functional, name, _identity_dropout)
+            setattr(functional, name, _zero_dropout(getattr(functional, name)))
     torch.dropout = _identity_dropout
     torch.Tensor.dropout = lambda self, *a, **k: self

@@ -62,8 +62,9 @@ def reduce_on_device(tensor: torch.Tensor, precision: str, md5: bool) -> Handle:
 def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handle:
     """Max, Min, sum and L2 norm: on the host where ``cpu``, else on the tensor's device.
 
+    Integer tensors get Max and Min only, as integers (Mean and Norm null, as msprobe writes them).
     Accumulation: float32 (cascade sums on the CPU, tree reductions on accelerators), float64 for
-    float64 tensors, integers and ``precision: high``; large CPU tensors get their norm from a cascade
+    float64 tensors and ``precision: high``; large CPU tensors get their norm from a cascade
     sum of squares (torch's CPU norm kernel drifts: 1e6 x 1000.0 gives 999765). On the CPU, dense float
     tensors of up to 4M elements take one C pass (``msprobe.dump.kernels``: float32 partial sums of 16
     elements carried into float64; float64 tensors in float64 throughout; ``precision: high`` keeps the
@@ -81,6 +82,13 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
     kind = _KINDS.get(dtype)
     if numel == 0 or kind is None:
         return Handle("none", (), numel, crc)
+    if kind == "int" and t.dim() == 0:  # msprobe: a 0-d integer is its own Max, Min, Mean and Norm
+        if cpu:
+            return Handle("host", (), numel, crc, ready=_int_stats(int(t.item()), None, scalar=True))
+        return Handle("int0", (t,), numel, crc)
+    if kind == "int" and not cpu:  # msprobe: an integer tensor's Max and Min as integers, no Mean or Norm
+        low, high = torch.aminmax(t)
+        return Handle("int", (high, low), numel, crc)
     if cpu and dtype in KERNEL_INT_KINDS and numel <= KERNEL_NUMEL:
         ready = _kernel_int_stats(t, dtype, numel)
         if ready is not None:
@@ -100,7 +108,9 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
         high, low = array.max(), array.min()
     else:
         low, high = torch.aminmax(t)
-    if kind == "int" or dtype == torch.float64 or precision == "high":
+    if kind == "int":
+        return Handle("host", (), numel, crc, ready=_int_stats(int(high), int(low)))
+    if dtype == torch.float64 or precision == "high":
         wide = t.to(torch.float64)
         return Handle("num", (high, low, wide.sum(), torch.linalg.vector_norm(wide)), numel, crc)
     if cpu and numel > _WIDE_NUMEL:
@@ -133,18 +143,32 @@ def _kernel_stats(t: torch.Tensor, dtype: Any, numel: int, rows: bool) -> Any:
     return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
 
 
+def _int_stats(high: int, low: Any, scalar: bool = False) -> Dict[str, Any]:
+    """An integer tensor's statistics as msprobe writes them: Max and Min as integers, Mean and Norm null;
+    a 0-d one (``scalar``): its value, four times."""
+    if scalar:
+        return {"Max": high, "Min": high, "Mean": high, "Norm": high}
+    return {"Max": high, "Min": low, "Mean": None, "Norm": None}
+
+
+_EXACT = 1 << 53  # integers a double holds exactly
+
+
 def _kernel_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
-    """Integers and bools in one C pass over their strides, as ``_host_stats`` reduces them (widened to
-    float64), or None without the compiled kernel. Not numpy: the first numpy calls of a step (a token
-    batch, a mask) are slow, their caches made cold by the step's own work."""
+    """Integers and bools in one C pass over their strides (Max/Min of the elements widened to float64,
+    exact below 2**53; beyond, torch's own exact reduction), or None without the compiled kernel. Not
+    numpy: the first numpy calls of a step (a token batch, a mask) are slow, their caches made cold by the
+    step's own work."""
     kernel = kernels.loaded()
     if kernel is None or t.dim() > kernels.MAX_DIMS:
         return None
     values = kernel.int_stats(t.data_ptr(), KERNEL_INT_KINDS[dtype], tuple(t.shape), t.stride())
     if dtype == torch.bool:
         return {"Max": values[0], "Min": values[1], "Mean": None, "Norm": None}
-    high, low, total, squares = values
-    return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
+    high, low = values[0], values[1]
+    if not (-_EXACT < low and high < _EXACT):
+        low, high = torch.aminmax(t.detach() if t.requires_grad else t)
+    return _int_stats(int(high), int(low))
 
 
 _FLOAT32 = numpy.float32
@@ -159,12 +183,14 @@ def _host_stats(t: torch.Tensor, kind: str, dtype: Any, numel: int, precision: s
     """A CPU tensor of at most ``_WIDE_NUMEL`` elements, reduced with numpy straight to host numbers:
     a handful of numpy calls instead of four torch ops and four ``item()`` (the bulk of a step's dump
     cost on small models). Accumulation: float32 (BLAS dots of at most 64k products for the sum and the
-    norm), float64 for float64, integers and ``precision: high``."""
+    norm), float64 for float64 and ``precision: high``; integers: Max and Min only."""
     if dtype == torch.bfloat16:
         array = t.to(torch.float32).numpy()  # numpy has no bfloat16; the widening is exact
     else:
         array = t.numpy()
-    if kind == "int" or dtype == torch.float64 or precision == "high":
+    if kind == "int":
+        return _int_stats(int(_max_of(array, axis=None)), int(_min_of(array, axis=None)))
+    if dtype == torch.float64 or precision == "high":
         flat = array.ravel("K").astype(_FLOAT64, copy=False)  # "K": no copy for transposes
         total = float(_sum_of(flat))
     else:
@@ -225,6 +251,13 @@ def to_host(handles: Sequence[Handle]) -> List[Dict[str, Any]]:
             if handle.squared:
                 norm = math.sqrt(norm)
             stats = {"Max": float(high), "Min": float(low), "Mean": total / handle.numel, "Norm": norm}
+        elif handle.kind == "int":
+            high, low = flat[position:position + 2]
+            position += 2
+            stats = _int_stats(int(high), int(low))
+        elif handle.kind == "int0":
+            stats = _int_stats(int(flat[position]), None, scalar=True)
+            position += 1
         elif handle.kind == "xor":
             stats = {"md5": hex_word(flat[position])}
             position += 1
