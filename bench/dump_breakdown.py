@@ -8,7 +8,7 @@ dump, the full dump, the dump with one part switched off, the dump with all of t
 compare steps taken under the same machine load; the machine's drift between runs cancels out (the
 no-dump steps train a second copy of the model, as there). A part
 is switched off by replacing the engine's function for it (statistics: every tensor gets constant
-statistics; no stacks, no journal record, no backward gates and so no backward entries): files written
+statistics; no stacks, no journal record, no gradient observers and so no backward entries): files written
 that way are wrong on purpose, so this is a tool for engineers, not an option of the dump.
 """
 from __future__ import annotations
@@ -30,15 +30,11 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     import msprobe.dump.engine as engine
     from msprobe.schema.rank_writer import RankWriter
     import msprobe.pytorch.gates as gates
-    import msprobe.pytorch.hooks as hooks
     import msprobe.pytorch.stats as stats
 
     zeros = {"Max": 0.0, "Min": 0.0, "Mean": 0.0, "Norm": 0.0}
     original = {"reduce": stats.reduce, "capture": engine.stack.capture, "entry": RankWriter.entry,
-                "gate": gates.gate, "hooks_gate": hooks.gate, "gate_output": gates._gate_output}
-
-    def no_gate(engine_, call, side, value, path, count, recorded_later=True):
-        return value
+                "observe": gates._observe}
 
     def statistics_(off: bool) -> None:
         stats.reduce = (lambda t, precision, md5: stats.Handle("host", (), 1, None, ready=zeros)) if off \
@@ -50,10 +46,8 @@ def _switches(encoder) -> Dict[str, Callable[[bool], None]]:
     def journal(off: bool) -> None:
         RankWriter.entry = (lambda self, name, value: None) if off else original["entry"]
 
-    def gates_(off: bool) -> None:  # the views of arguments and the hooks of outputs
-        gates.gate = no_gate if off else original["gate"]
-        hooks.gate = no_gate if off else original["hooks_gate"]
-        gates._gate_output = (lambda engine_, call, value, path, count, made: value) if off else original["gate_output"]
+    def gates_(off: bool) -> None:  # the gradient observers: hooks on outputs and on the nodes into arguments
+        gates._observe = (lambda *args: None) if off else original["observe"]
 
     return {"statistics": statistics_, "stacks": stacks, "journal": journal, "gates": gates_}
 

@@ -1,11 +1,14 @@
 """Dump overhead on the built-in transformer: median step-time ratio against no dump.
 
-    python bench/dump_overhead.py [--steps 20] [--model tiny|large] [--device cpu|cuda] [--repeat 1]
+    python bench/dump_overhead.py [--steps 20] [--model tiny|large|llama] [--device cpu|cuda] [--repeat 1]
                                   [--upstream-python /tmp/msprobe-upstream/bin/python] [--msadapter]
 
 Models: ``tiny`` embedding + 2 blocks (d=64, 4 heads, MLP 256), batch 8x32 (per-call costs dominate);
 ``large`` 4 blocks of d=512, 8 heads, MLP 2048, batch 4x128 (~0.5-1 s a step on one CPU thread: reading each
-tensor once dominates); on ``--device cuda`` 8 blocks of d=1024, 16 heads, MLP 4096, batch 8x512. AdamW;
+tensor once dominates); ``llama`` a realistic HF ``transformers`` Llama built from its config (random weights,
+no download): hidden 512, 4 layers, 8 heads with 4 key/value heads (GQA), MLP 1376, vocabulary 8000, batch
+4x128 (model code nobody here wrote: RMSNorm, rotary embeddings, SDPA attention, the HF loss); on
+``--device cuda`` 8 blocks of d=1024, 16 heads, MLP 4096, batch 8x512. AdamW;
 CPU runs use 1 thread. start() before the forward,
 stop() + step() after the optimizer. Each mode runs in a fresh worker process that alternates no-dump
 and dumped steps, so every ratio compares steps taken under the same machine load. The no-dump steps
@@ -61,7 +64,11 @@ TARGETS = {"tiny": {"not dumped": 1.03}, "large": {"not dumped": 1.03, "statisti
 """Step-time ratios to reach; beyond them every dumped mode is to be at least 3x faster than msprobe's"""
 SIZES = {"tiny": dict(layers=2, d=64, heads=4, hidden=256, batch=8, seq=32),
          "large": dict(layers=4, d=512, heads=8, hidden=2048, batch=4, seq=128),
-         "cuda": dict(layers=8, d=1024, heads=16, hidden=4096, batch=8, seq=512)}
+         "cuda": dict(layers=8, d=1024, heads=16, hidden=4096, batch=8, seq=512),
+         "llama": dict(batch=4, seq=128)}
+LLAMA = dict(vocab_size=8000, hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
+             num_key_value_heads=4, max_position_embeddings=256)
+"""(a vocabulary of 8000 keeps the logits, 4 x 128 x 8000, within the one-pass statistics kernels' 4M elements)"""
 HBM_BYTES_PER_S = {"NVIDIA H200": 4.8e12, "NVIDIA H100": 3.35e12, "NVIDIA A100": 2.0e12}
 
 
@@ -73,13 +80,36 @@ def _tiny_model():
     return module
 
 
+class _Llama:
+    """The ``llama`` model, behind the tiny model's interface (``TinyTransformer``, ``make_batch``, ``train_step``)."""
+
+    @staticmethod
+    def TinyTransformer(**size):
+        from transformers import LlamaConfig, LlamaForCausalLM
+        return LlamaForCausalLM(LlamaConfig(**LLAMA))
+
+    @staticmethod
+    def make_batch(batch, seq, device="cpu"):
+        import torch
+        tokens = torch.randint(0, LLAMA["vocab_size"], (batch, seq), generator=torch.Generator().manual_seed(0))
+        return tokens.to(device), tokens.to(device)
+
+    @staticmethod
+    def train_step(model, optimizer, tokens, targets):
+        loss = model(input_ids=tokens, labels=targets).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+
 def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> dict:
     import torch
 
     torch.set_num_threads(1)
     from msprobe.pytorch import PrecisionDebugger
 
-    tiny = _tiny_model()
+    tiny = _Llama if model_name == "llama" else _tiny_model()
     size = dict(SIZES["cuda" if device == "cuda" else model_name])
     batch, seq = size.pop("batch"), size.pop("seq")
     task, level, summary, dumped = MODES[label]
@@ -294,8 +324,9 @@ def upstream_version(python: str):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="measured steps per mode (more: less noise)")
-    parser.add_argument("--model", choices=["tiny", "large"], default="tiny",
-                        help="tiny: per-call costs dominate; large: ~0.5-1 s a CPU step, reading tensors dominates")
+    parser.add_argument("--model", choices=["tiny", "large", "llama"], default="tiny",
+                        help="tiny: per-call costs dominate; large: ~0.5-1 s a CPU step, reading tensors dominates; "
+                        "llama: HF transformers' Llama, hidden 512, 4 layers, batch 4x128")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cuda: a d=1024, 8-layer model, batch 8x512, on the GPU")
     parser.add_argument("--modes", help="comma-separated modes to run (default: all)")

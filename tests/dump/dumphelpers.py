@@ -77,6 +77,10 @@ def numpy_stats(array: np.ndarray):
         return {"Max": bool(array.any()), "Min": bool(array.all()), "Mean": None, "Norm": None}
     if array.size == 0:
         return {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    if array.dtype.kind in "iu":  # as msprobe writes integers: Max and Min, as integers; a 0-d one four times
+        if array.ndim == 0:
+            return dict.fromkeys(("Max", "Min", "Mean", "Norm"), int(array))
+        return {"Max": int(array.max()), "Min": int(array.min()), "Mean": None, "Norm": None}
     wide = array.astype(np.float64)
     return {"Max": float(wide.max()), "Min": float(wide.min()), "Mean": float(wide.mean()),
             "Norm": float(np.sqrt((wide * wide).sum()))}

@@ -77,14 +77,17 @@ def test_a_tensor_used_twice_gets_each_calls_own_gradient(dump_dir):
 
 
 def test_outputs_used_twice_written_in_place_or_returned_as_given(dump_dir):
-    """An op's own output is hooked without a gate: its gradient is the sum over its uses, and the one of
-    the value it had when made (a later in-place write does not change it); an op that returns its
-    argument (contiguous() of a contiguous tensor) has that argument's gate, not the caller's gradient."""
+    """An op's output is hooked itself: its gradient is the sum over its uses, and the one of the value it
+    had when made (a later in-place write does not change it); an op that returns its argument
+    (contiguous() of a contiguous tensor) has no gradient of its own: no backward entry, as msprobe records
+    none for a dropout with p = 0 (and no view of ours in the graph to make one)."""
     x = torch.randn(5, requires_grad=True)
-    debugger = PrecisionDebugger(task="statistics", level="L1", dump_path=str(dump_dir))
+    config = dump_dir.parent / "all_apis.json"  # contiguous() is not in msprobe's default set
+    config.write_text('{"record_all_apis": true}')
+    debugger = PrecisionDebugger(config_path=str(config), task="statistics", level="L1", dump_path=str(dump_dir))
     debugger.start()
     t = torch.tanh(x)
-    same = t.contiguous()  # returns its argument (the gate's view of t)
+    same = t.contiguous()  # returns its argument itself
     u = t * 3 + torch.sin(t)
     u.mul_(2)  # written in place after the op made it
     (u * same).sum().backward()
@@ -99,9 +102,8 @@ def test_outputs_used_twice_written_in_place_or_returned_as_given(dump_dir):
         grad_t = grad_u * (3 + torch.cos(t0)) + grad_same
     _check(data["Torch.tanh.0.backward"]["input"][0], grad_t, "tanh output")
     _check(data["Torch.tanh.0.backward"]["output"][0], grad_t * (1 - t0 ** 2), "tanh argument")
-    _check(data["Tensor.contiguous.0.backward"]["input"][0], grad_same, "contiguous output")
-    _check(data["Tensor.contiguous.0.backward"]["output"][0], grad_same, "contiguous argument")
-    _check(data["Tensor.add.0.backward"]["input"][0], grad_u, "add output, before mul_")
+    assert "Tensor.contiguous.0.forward" in data and "Tensor.contiguous.0.backward" not in data
+    _check(data["Tensor.__add__.0.backward"]["input"][0], grad_u, "add output, before mul_")
 
 
 def test_module_backward_and_parameter_gradients(dump_dir):
@@ -142,8 +144,10 @@ class _Returns(nn.Module):
 
 
 def test_module_outputs_made_before_it_ran_or_written_in_place_later(dump_dir):
-    """A module's own outputs are hooked themselves; one it did not make (its argument, a tensor made
-    before it ran and used elsewhere too) gets a gate, so its gradient is the one through this module."""
+    """Every output is hooked itself (no view of ours in the graph): one the module did not make (its
+    argument, a tensor made before it ran and used elsewhere too) has its gradient summed over all its uses;
+    a returned argument has that gradient on both sides; an argument used only for a side result (kept on
+    the module, not returned) gets none."""
     torch.manual_seed(2)
     x = torch.randn(3, 4, requires_grad=True)  # 2-D: Linear's output is not a view (a view written in
     kept = torch.sin(x)  # place loses its hooks in torch, and its gradient before the write with them)
@@ -160,8 +164,10 @@ def test_module_outputs_made_before_it_ran_or_written_in_place_later(dump_dir):
     debugger.flush()
     data = _data(dump_dir)
     ones = torch.ones(3, 4)
-    _check(data["Module.old._Returns.backward.0"]["input"][0], 3 * ones, "through the module only, not kept's 4")
-    _check(data["Module.same._Returns.backward.0"]["input"][0], 5 * ones, "its argument's gate")
+    _check(data["Module.old._Returns.backward.0"]["input"][0], 4 * ones, "kept's, over all its uses: 3 + 1")
+    assert data["Module.old._Returns.backward.0"]["output"] == [None]  # y led to no output of it
+    _check(data["Module.same._Returns.backward.0"]["input"][0], 7 * ones, "y's, over all its uses: 5 + 2")
+    _check(data["Module.same._Returns.backward.0"]["output"][0], 7 * ones, "the argument it returned")
     _check(data["Module.lin.Linear.backward.0"]["input"][0], 2 * (5 + 2) * ones, "before mul_")
     (gx,) = torch.autograd.grad(model["lin"](x), (x,), 14 * ones)
     _check(data["Module.lin.Linear.backward.0"]["output"][0], gx, "Linear's argument")

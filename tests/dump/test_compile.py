@@ -77,3 +77,49 @@ def test_compiled_model_trains_unchanged_and_one_line_says_what_is_not_dumped(tm
 def _kind(entry: str) -> str:
     """An entry's name without its call counter."""
     return ".".join(part for part in entry.replace("_orig_mod.", "").split(".") if not part.isdigit())
+
+
+def _notes(capfd) -> list:
+    return [line for line in capfd.readouterr().err.splitlines() if "torch.compile" in line]
+
+
+@pytest.mark.parametrize("level, give_model, warm", [("L0", True, False), ("mix", True, True), ("L0", True, True),
+                                                     ("L1", False, False), ("L1", False, True)])
+def test_compiled_code_run_in_a_window_is_said_once_whatever_start_was_given(tmp_path, capfd, level, give_model,
+                                                                            warm):
+    """The raw model given to start() while its torch.compile wrapper runs (``warm``: its graphs compiled
+    before the first window, which none of our hooks is in), or L1 without a model: one warning line, at the
+    first stop(), and training as without the dump."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    reference, plain = Net(), Net()
+    plain.load_state_dict(reference.state_dict())
+    wrapper = torch.compile(plain, backend="eager")
+    if warm:
+        wrapper(torch.randn(4, 8))
+    debugger = PrecisionDebugger(task="statistics", level=level, dump_path=str(tmp_path / "dump"))
+    capfd.readouterr()
+    torch.manual_seed(1)
+    optimizer = torch.optim.SGD(plain.parameters(), lr=0.1)
+    losses = []
+    for step in range(3):
+        debugger.start(plain if give_model else None)
+        loss = wrapper(torch.randn(4, 8)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        debugger.stop()
+        if step == 0:
+            notes = _notes(capfd)
+            assert len(notes) == 1 and notes[0].startswith("msprobe: warning: compiled code (torch.compile) ran")
+            assert "not dumped" in notes[0]
+        debugger.step()
+        losses.append(loss.item())
+    assert not _notes(capfd)  # said once
+    assert losses == _losses(reference, steps=3)
+
+
+def test_no_warning_for_an_eager_model(tmp_path, capfd):
+    model = Net()
+    _losses(model, PrecisionDebugger(task="statistics", level="mix", dump_path=str(tmp_path / "dump")))
+    assert not _notes(capfd)

@@ -11,7 +11,8 @@ from msprobe.pytorch.content_cache import ContentCache
 
 
 def _run(tmp_path, body, summary_mode="statistics"):
-    return dump_one_step(tmp_path, body, statistics={"summary_mode": summary_mode})
+    # every overridable API: contiguous() is not in msprobe's default set
+    return dump_one_step(tmp_path, body, statistics={"summary_mode": summary_mode}, record_all_apis=True)
 
 
 def _counting(monkeypatch):

@@ -39,7 +39,7 @@ def test_sigkill_keeps_entries(tmp_path, task):
     assert files.dump.recovered and files.dump.framework == "pytorch"
     names = list(files.dump.data)
     assert [f"Torch.sin.{i}.forward" for i in range(50)] == [n for n in names if n.startswith("Torch.sin")]
-    assert len([n for n in names if n.startswith("Tensor.mul.")]) == 50
+    assert len([n for n in names if n.startswith("Tensor.__mul__.")]) == 50
     inspect = subprocess.run([sys.executable, "-m", "msprobe.cli.main", "inspect", str(dump), "--json"],
                              capture_output=True, text=True)
     summary = json.loads(inspect.stdout)

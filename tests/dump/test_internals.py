@@ -27,11 +27,25 @@ def test_root_is_the_tensor_a_view_was_made_from():
     assert internals.root(base.t()) is base and internals.root(base[1:].view(-1)) is base
 
 
-def test_order_numbers_autograd_nodes_as_they_are_made():
+def test_autograd_nodes_are_numbered_as_they_are_made_and_the_next_number_is_known_before():
     x = torch.randn(3, requires_grad=True)
+    mark = internals.next_order()
+    assert internals.next_order() == mark  # asking makes no node
     first = x * 2
+    with torch.no_grad():
+        x * 3  # no node, no number
     second = first.sin()
-    assert internals.order(second) > internals.order(first)
+    assert internals.node_order(first.grad_fn) == mark and internals.node_order(second.grad_fn) == mark + 1
+
+
+def test_edges_lead_to_a_tensors_node_or_to_a_leafs_accumulator():
+    x = torch.randn(3, requires_grad=True)
+    pair = torch.randn(2, 3, requires_grad=True).unbind(0)  # one node, two outputs
+    y = pair[1] * x
+    (node, nr), (leaf_node, _) = y.grad_fn.next_functions
+    assert internals.edge_of(pair[1]) == (pair[1].grad_fn, 1) and node is pair[1].grad_fn and nr == 1
+    assert internals.edge_of(x) == (None, 0) and internals.leaf_of(leaf_node) is x
+    assert internals.leaf_of(node) is None
 
 
 def test_outside_mode_sets_the_innermost_mode_aside_and_back():

@@ -145,18 +145,17 @@ def test_a_failure_on_the_background_thread_with_async_dump(monkeypatch, tmp_pat
     assert readable_entries(tmp_path / "dump") > 0  # from the journal
 
 
-def test_a_bug_in_a_gradient_gate_never_reaches_backward(monkeypatch, tmp_path, capfd, undumped):
+def test_a_bug_in_a_gradient_observer_never_reaches_backward(monkeypatch, tmp_path, capfd, undumped):
     from msprobe.pytorch import gates
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug of ours")
-    monkeypatch.setattr(gates, "made_after", broken)
-    monkeypatch.setattr("msprobe.pytorch.hooks.made_after", broken)
+    monkeypatch.setattr(gates, "_consumers", broken)
     debugger = PrecisionDebugger(task="statistics", level="L0", dump_path=str(tmp_path / "dump"))
     losses, weights = train(debugger)
     assert losses == undumped[0] and all(torch.equal(a, b) for a, b in zip(weights, undumped[1]))
     err = capfd.readouterr().err
-    assert err.count("msprobe: error: dump stopped at step 0 while gating the outputs of Module.0.Linear") == 1
+    assert err.count("msprobe: error: dump stopped at step 0 while observing the gradients of Module.1.ReLU") == 1
     assert "RuntimeError: a bug of ours" in err
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.support.oldest_torch import OLDEST, oldest_torch_python
 
 REPO = Path(__file__).resolve().parents[2]
-TESTS = ["test_internals.py", "test_backward.py", "test_kept_hooks.py", "test_content_cache.py",
+TESTS = ["test_internals.py", "test_backward.py", "test_gradient_entries.py", "test_kept_hooks.py", "test_content_cache.py",
          "test_device_batches.py", "test_crash.py", "test_nested.py", "test_compile.py"]
 
 

@@ -20,10 +20,12 @@ from msprobe.schema.tree import rank_dir_name, step_dir_name
 from . import stack
 from .adapter import Adapter
 from .calls import Call
+from .dump_path import dump_path_field
 from .entry import Encoder, PendingTensor, place
 from .faults import Faults
 from .filters import EntryFilter
 from .output import StepOutput
+from .rank_lock import claim
 from .tasks import TaskPolicy, resolve_task
 
 
@@ -147,6 +149,9 @@ class DumpEngine:
         rank = self.adapter.rank()
         known = self._rank_dir_known
         if known is None or known[0] != step or known[1] != rank:
+            # one live process per rank folder (rank_lock.py): refused here, the dump stops (engine.fail) with
+            # one line and the training goes on; the debugger claims it earlier when the rank is known then
+            claim(self.config.dump_path, rank_dir_name(rank), dump_path_field(self.config))
             path = os.path.join(self.config.dump_path, step_dir_name(step), rank_dir_name(rank))
             self._rank_dir_known = known = (step, rank, path)
         return known[2]
@@ -188,13 +193,16 @@ class DumpEngine:
             finally:
                 self.busy = False
 
-    def api_outputs(self, call: Call, output: Any, frames: Optional[List[str]] = None) -> None:
-        """After the API ran: record its forward entry."""
+    def api_outputs(self, call: Call, output: Any, frames: Optional[List[str]] = None, raised: bool = False) -> None:
+        """After the API ran: record its forward entry. ``raised``: it raised instead (torch's checkpoint stops
+        a recomputation inside an API that way): the entry has its inputs only, as msprobe writes it."""
         if not call.want_forward or self.finished:
             return
         self.busy = True
         try:
             entry = self._forward_entry(call, output)
+            if raised:
+                del entry["output"]
             if self.api_level and self.module_level:
                 self._construct(call.forward, call.parent.forward if call.parent else None)
             self._add(call.forward, entry, call.tensors, frames if frames is not None else stack.capture())

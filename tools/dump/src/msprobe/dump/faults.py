@@ -1,9 +1,12 @@
 """The dump never breaks the training it watches: the first error of ours (a full disk, a statistics error, a
-bug) stops dumping for the rest of the run and is reported on one line; the training goes on unchanged."""
+bug) stops dumping for the rest of the run and is reported on one line (and its traceback under
+``MSPROBE_DEBUG=1``); the training goes on unchanged."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import traceback
 from typing import Optional
 
 
@@ -24,6 +27,9 @@ class Faults:
         at = "" if step is None else f" at step {step}"
         print(f"msprobe: error: dump stopped{at} while {where}: {describe(exc)}; the training continues "
               "without it (files written before stay readable)", file=sys.stderr, flush=True)
+        if os.environ.get("MSPROBE_DEBUG") == "1":  # where in the dump it failed, for a bug report
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            sys.stderr.flush()
         return True
 
 

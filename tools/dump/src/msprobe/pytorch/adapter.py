@@ -34,8 +34,9 @@ class TorchAdapter(Adapter):
     stats_batch = 64
     """Entries whose device statistics wait for one transfer (host statistics are final at once)"""
 
-    def __init__(self, api_list_path: Optional[str] = None, record_nested: bool = False) -> None:
-        self.table = ApiTable(load_api_list(api_list_path))
+    def __init__(self, api_list_path: Optional[str] = None, record_nested: bool = False,
+                 risk_level: str = "FOCUS", all_apis: bool = False) -> None:
+        self.table = ApiTable(load_api_list(api_list_path, all_apis), risk_level)  # (api_list.py)
         self.record_nested = record_nested
         self._hooks = None
         self._stat_cache = ContentCache(4096)  # weak references: sized by bookkeeping, not by tensors

@@ -1,5 +1,7 @@
-"""torch.distributed's collectives, which are not overridable (no torch function mode sees them): the
-module's functions are replaced by recording wrappers while a window is open, and put back after."""
+"""What a window patches beside its torch function mode: torch.distributed's collectives, which are not
+overridable (no torch function mode sees them): the module's functions are replaced by recording wrappers
+while a window is open, and put back after; and Python's tensor operators, which reach the mode under
+their own names only through wrappers (operators.py)."""
 from __future__ import annotations
 
 import functools
@@ -11,19 +13,22 @@ from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
 from .gates import outside_mode
+from .operators import OperatorPatches
 
 
 class CollectivePatches:
-    """The wrappers of the API list's collectives; each is made once, again only if the function was
-    replaced since."""
+    """The wrappers of the API list's collectives (each made once, again only if the function was
+    replaced since) and of the tensor operators."""
 
     def __init__(self, engine: DumpEngine, table: ApiTable) -> None:
         self.engine = engine
         self.table = table
         self._patched: List[Tuple[Any, str, Any]] = []
         self._wrapped: Dict[str, Tuple[Any, Any]] = {}  # collective -> (original, its wrapper)
+        self._operators = OperatorPatches(table)
 
     def install(self) -> None:
+        self._operators.install()
         dist = torch.distributed
         if not (dist.is_available() and self.table.distributed):
             return
@@ -38,6 +43,7 @@ class CollectivePatches:
             self._patched.append((dist, name, original))
 
     def remove(self) -> None:
+        self._operators.remove()
         for module, name, original in reversed(self._patched):
             setattr(module, name, original)
         self._patched.clear()

@@ -9,6 +9,7 @@ from msprobe.dump.debugger import BaseDebugger
 from msprobe.schema import DebuggerConfig
 
 from .adapter import TorchAdapter
+from .api_list import effective_risk_level
 
 
 class PrecisionDebugger(BaseDebugger):
@@ -23,7 +24,8 @@ class PrecisionDebugger(BaseDebugger):
     _model_expected = "a torch.nn.Module"
 
     def _make_adapter(self, config: DebuggerConfig) -> TorchAdapter:
-        return TorchAdapter(config.api_list, config.record_nested)
+        return TorchAdapter(config.api_list, config.record_nested, effective_risk_level(config),
+                            config.record_all_apis)
 
     def _seed_all(self, seed: int, deterministic: bool) -> None:
         from .seed import seed_all

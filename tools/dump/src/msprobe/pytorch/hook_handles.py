@@ -19,7 +19,9 @@ class HookHandles:
         handles = self._handles
         for module, pre, post in items:
             handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-            handles.append(module.register_forward_hook(post, with_kwargs=True))
+            # always_call: ``post`` runs when the forward raises too (output None), as msprobe's hook does: a module
+            # whose recomputation torch's checkpoint stops inside it gets its entry, and the open-call stack stays right
+            handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 
     def tensors(self, items: Iterable[Tuple[torch.Tensor, Callable]]) -> None:
         """For each (tensor, hook): ``hook(grad)`` when the tensor's gradient is computed."""

@@ -1,11 +1,11 @@
 """PyTorch hooks of one dumped window: the API mode (``api_mode.py``), the patched torch.distributed
-collectives (``collectives.py``), module hooks and parameter gradient hooks. Gradient gates:
-``gates.py``; nested calls (``record_nested``): ``nested.py``.
+collectives (``collectives.py``), module hooks and parameter gradient hooks. Backward entries, read
+without changing the graph: ``gates.py``; nested calls (``record_nested``): ``nested.py``. No hook returns
+anything but None: the arguments, outputs and gradients the model sees are its own.
 """
 from __future__ import annotations
 
 import operator
-import sys
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -17,7 +17,9 @@ from msprobe.dump.engine import DumpEngine
 from .api_list import ApiTable
 from .api_mode import DumpMode, set_grad
 from .collectives import CollectivePatches
-from .gates import gate, gate_outputs, made_after, outside_mode, param_gradient_hook
+from . import gates
+from .gates import Before, outside_mode, param_gradient_hook
+from .compile_note import CompiledNote
 from .hook_handles import HookHandles
 from .internals import DYNAMO_TRACES_MODES, compiled, compiling
 from .model_plan import ModelPlan
@@ -42,14 +44,15 @@ class Hooks:
         self._installed: Optional[List[tuple]] = None  # the prepared models of the open window
         self._parked: Optional[List[tuple]] = None  # those of a closed one whose module hooks stayed
         self._grad_generation = -1  # the engine's step generation the parameter hooks were installed in
-        self._compiled_noted = False
+        self.compiled = CompiledNote()
 
     def install(self, models: Sequence[Tuple[str, torch.nn.Module]]) -> None:
         """``models``: (name prefix, module) pairs; the prefix is ``"{i}."`` when start() got a list."""
         engine = self.engine
         compiled_here = self._note_compiled(models)
+        self.compiled.watch()
         if engine.api_level and not (compiled_here and not DYNAMO_TRACES_MODES):
-            self._mode = DumpMode(engine, self.table, self.record_nested)
+            self._mode = DumpMode(engine, self.table, self.record_nested, self.compiled)
             self._mode.__enter__()
             self._collectives.install()
         if engine.module_level:
@@ -80,18 +83,14 @@ class Hooks:
         what runs inside its compiled graphs is not dumped (what runs eagerly, graph breaks included, is)."""
         found = [prefix + path for prefix, model in models for path, module in model.named_modules()
                  if compiled(module)]
-        if found and not self._compiled_noted:
-            self._compiled_noted = True
-            where = found[0] or "the model"
-            apis = "" if DYNAMO_TRACES_MODES else f" (on torch {torch.__version__}, no API call of the window)"
-            print(f"msprobe: warning: {where} runs under torch.compile: the APIs and modules inside its compiled "
-                  f"graphs are not dumped{apis}; dump an eager run (without torch.compile) to see them",
-                  file=sys.stderr)
+        if found:
+            self.compiled.say(found[0] or "the model")
         return bool(found)
 
     def uninstall_forward(self) -> None:
         """stop(): the module hooks stay, parked (they do nothing outside a window, and the first module
         call outside one removes them): the next window of the same models installs nothing."""
+        self.compiled.at_stop()  # compiled code ran in the window (compile_note.py)
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
@@ -189,20 +188,24 @@ class Hooks:
             cached[1].clear()  # a window that ended inside a forward call leaves its call behind
             return cached[2:]
         class_name = type(module).__name__
-        calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]] = []
+        calls: List[Tuple[Optional[Call], Optional[Before]]] = []
         owner = (self.engine.adapter.module_prefix, full, class_name)
         pre, post = self._pre_hook(full, class_name, calls), self._post_hook(calls)
         made = (full, calls, pre, post, owner, {})
         self._made[module] = made
         return made[2:]
 
-    def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
+    def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[Before]]]):
         engine = self.engine
         unpark = self._unpark
+        compiled_note = self.compiled
 
         @outside_mode
         def pre(module, args, kwargs):
-            if engine.busy or compiling():
+            if engine.busy:
+                return None
+            if compiling():  # traced by dynamo: the graph runs compiled, undumped
+                compiled_note.seen = True
                 return None
             if not engine.recording and unpark():
                 return None  # its post hook is gone too
@@ -212,43 +215,32 @@ class Hooks:
                 call = engine.module_begin(path, class_name, args, kwargs)
             finally:
                 set_grad(grad_mode)
-            calls.append((call, None))  # (the call, its last input gate)
+            calls.append((call, None))  # (the call, what its backward entry needs from before it ran)
             if call is None or not (call.want_backward and grad_mode) or engine.finished:
                 return None
-            engine.busy = True
             try:
-                count = [0, None]
-                gated = tuple(gate(engine, call, "output", a, (i,), count) for i, a in enumerate(args))
+                calls[-1] = (call, Before(args))
             except Exception as exc:  # the module runs as if undumped
-                engine.fail(exc, f"gating the arguments of {call.forward}")
-                return None
-            finally:
-                engine.busy = False
-            calls[-1] = (call, count[1])  # what the module makes, it makes after this gate
-            call.n_args = len(args)
-            call.expect_in = count[0]
-            return gated, kwargs
+                engine.fail(exc, f"observing the gradients of {call.forward}")
+            return None
         return pre
 
-    def _post_hook(self, calls: List[Tuple[Optional[Call], Optional[torch.Tensor]]]):
+    def _post_hook(self, calls: List[Tuple[Optional[Call], Optional[Before]]]):
         engine = self.engine
+        compiled_note = self.compiled
 
         @outside_mode
         def post(mod, args, kwargs, output):
-            if not calls or compiling():
+            if compiling():
+                compiled_note.seen = True
                 return None
-            call, last_gate = calls.pop()
+            if not calls:
+                return None
+            call, before = calls.pop()
             if call is None:
                 return None
-            new_output = None
-            if call.want_backward and torch.is_grad_enabled() and not engine.finished:
-                try:
-                    new_output, n_out, hooked_out = gate_outputs(engine, call, output, made_after(last_gate))
-                    if call.expect_in or hooked_out:
-                        engine.backward_expect(call, n_out, call.n_args, hooked_out, call.expect_in)
-                except Exception as exc:  # the module's output as it is
-                    engine.fail(exc, f"gating the outputs of {call.forward}")
-                    new_output = None
+            if before is not None and torch.is_grad_enabled() and not engine.finished:
+                gates.observe(engine, call, before, output)
             params = _own_parameters(mod) if call.want_forward else None
             grad_mode = torch.is_grad_enabled()
             set_grad(False)
@@ -256,7 +248,7 @@ class Hooks:
                 engine.module_end(call, output, params or None)
             finally:
                 set_grad(grad_mode)
-            return new_output
+            return None  # the module's output as it made it
         return post
 
     def _param_hook(self, owner: Tuple[str, str, str], name: str):
