@@ -10,7 +10,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import mint, ops
 
-import msprobe.mindspore.adapter as adapter_module
+from msprobe.mindspore import internals
 from msprobe.mindspore import PrecisionDebugger
 
 from ms_dump_checks import check_dump_against_npy, entries, finish, inspect_ok
@@ -35,7 +35,7 @@ def _net_run(tmp_path, **kwargs):
 
 
 def test_device_statistics_path_matches_numpy(tmp_path, monkeypatch):
-    monkeypatch.setattr(adapter_module, "_device", lambda: "Ascend")
+    monkeypatch.setattr(internals, "device_target", lambda: "Ascend")
     debugger = _net_run(tmp_path)
     assert debugger.adapter.on_host is False and debugger.adapter.stats_batch > 1
     data = entries(tmp_path)

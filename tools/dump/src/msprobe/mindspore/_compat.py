@@ -1,51 +1,14 @@
-"""Feature detection across MindSpore versions (2.0 on Python 3.9 ... 2.10) and the torch-on-MindSpore adapters.
-
-Everything version-dependent the adapter touches is looked up here once, by feature, never by version number.
+"""Public MindSpore APIs that differ between versions (2.0 on Python 3.9 ... 2.10), and the torch-on-MindSpore
+adapters (MSAdapter, MindTorch). What the adapter reads or writes of MindSpore beyond its documented API is
+in :mod:`.internals`.
 """
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
 import mindspore as ms
-
-MS_VERSION = getattr(ms, "__version__", "0")
-
-
-def _pynative_executor() -> Any:
-    for module in ("mindspore.graph.api", "mindspore.common.api"):
-        try:
-            executor = getattr(importlib.import_module(module), "_pynative_executor", None)
-        except Exception:  # a module missing in this version, or a deprecation shim that raises
-            executor = None
-        if executor is not None:
-            return executor
-    return None
-
-
-_EXECUTOR = _pynative_executor()
-
-
-def building_grad() -> bool:
-    """True while PyNative records a graph for ms.grad / ms.value_and_grad (backward hooks are useful)."""
-    if _EXECUTOR is None or not hasattr(_EXECUTOR, "grad_flag"):
-        return False
-    try:
-        return bool(_EXECUTOR.grad_flag())
-    except Exception:
-        return False
-
-
-def tensor_types() -> Tuple[type, ...]:
-    """Classes whose instances are MindSpore tensors (2.0 returns StubTensor from PyNative ops)."""
-    types = [ms.Tensor]
-    try:
-        from mindspore.common._stub_tensor import StubTensor  # MindSpore 2.0 .. 2.4
-        types.append(StubTensor)
-    except ImportError:
-        pass
-    return tuple(types)
 
 
 def hook_backward(hook: Callable[..., Any]) -> Any:

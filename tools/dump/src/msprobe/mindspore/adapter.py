@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import mindspore as ms
 import numpy as np
 from mindspore.common import dtype as mstype
 
@@ -18,8 +17,9 @@ from msprobe.dump.adapter import Adapter
 from msprobe.schema import DebuggerConfig
 from msprobe.schema.jsonio import write_bytes_atomic
 
-from . import stats
-from ._compat import TorchOnMindSpore, detect_torch_adapter, tensor_types
+from . import internals, stats
+from ._compat import TorchOnMindSpore, detect_torch_adapter
+from .internals import tensor_types
 from .api_list import categories, load_api_list
 from .api_wrap import CallRecorder, EncodeMode, JitWrapper, NamespaceWrapper, PrimitiveWrapper
 from .cells import CellHooks, ParamGradHooks, named_cells
@@ -36,7 +36,7 @@ class MindSporeAdapter(Adapter):
         self.framework = "mindtorch" if self.torch else "mindspore"
         self.module_prefix = "Module" if self.torch else "Cell"
         self._tensor_types = tensor_types()
-        self.on_host = _device() == "CPU"
+        self.on_host = internals.device_target() == "CPU"
         """CPU target: statistics from host memory with numpy; else on the device, read back per batch."""
         self.stats_batch = 1 if self.on_host else 64
         self.mode = EncodeMode()
@@ -93,11 +93,7 @@ class MindSporeAdapter(Adapter):
         return None
 
     def rank(self) -> Optional[int]:
-        try:
-            from mindspore.communication.management import GlobalComm, get_rank
-            return int(get_rank()) if getattr(GlobalComm, "INITED", False) else None
-        except Exception:  # not distributed, or a version without the helper
-            return None
+        return internals.rank()
 
     # ----- hooks -------------------------------------------------------------------------------------
     def flavour_for(self, models: Sequence[Any]) -> None:
@@ -165,11 +161,4 @@ class MindSporeAdapter(Adapter):
 
 
 _DTYPE_TYPE = getattr(mstype, "Type", None)
-
-
-def _device() -> str:
-    try:
-        return str(ms.get_context("device_target"))
-    except Exception:
-        return "CPU"
 

@@ -42,12 +42,15 @@ def categories(flavour: str) -> Dict[str, Tuple[str, Callable[[Optional[str]], L
 def _modules(name: str) -> List[object]:
     try:
         return [importlib.import_module(name)]
-    except Exception:  # not in this MindSpore version / not installed (torch_npu): nothing to wrap
+    except ImportError:
+        if name != "torch_npu":  # (absent wherever there is no Ascend: nothing is lost)
+            from .internals import missing
+            missing(f"module {name}", "the APIs the API list names in it are not dumped")
         return []
 
 
 def _tensor_classes() -> List[object]:
-    from ._compat import tensor_types
+    from .internals import tensor_types
     return list(tensor_types())
 
 

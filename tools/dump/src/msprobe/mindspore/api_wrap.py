@@ -13,7 +13,8 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Tuple
 
-from ._compat import building_grad
+from . import internals
+from .internals import building_grad
 
 _ORIGINAL = "__msprobe_original__"
 _INPLACE_PREFIXES = ("assign", "scatter_update", "scatter_nd_update", "inplace")
@@ -189,25 +190,18 @@ class PrimitiveWrapper:
                 return recorder.call("Primitive", name, call, args, kwargs)
             sub = type(original.__name__, (original,), {"__call__": __call__, "__module__": original.__module__})
             self._classes[original] = sub
-        try:
-            prim.__class__ = sub
-        except TypeError:  # a C++-only primitive whose layout forbids it: not recorded
-            return
-        self._swapped.append((prim, original))
+        if internals.set_class(prim, sub):
+            self._swapped.append((prim, original))
 
     def unwrap(self) -> None:
         for prim, original in reversed(self._swapped):
-            prim.__class__ = original
+            internals.set_class(prim, original)
         self._swapped.clear()
 
 
 def _hook_classes() -> Tuple[type, ...]:
     from mindspore import ops
     return tuple(c for c in (getattr(ops, "HookBackward", None),) if c is not None)
-
-
-_JIT_EXECUTORS = (("mindspore.graph.api", "_JitExecutor"), ("mindspore.common.api", "_JitExecutor"),
-                  ("mindspore.common.api", "_MindsporeFunctionExecutor"))
 
 
 class JitWrapper:
@@ -220,32 +214,20 @@ class JitWrapper:
         self._saved: List[Tuple[type, Any]] = []
 
     def wrap(self) -> int:
-        import importlib
-        seen = set()
-        found_names = set()
-        for module_name, class_name in _JIT_EXECUTORS:
-            if found_names:
-                break  # the executors are alternatives by version; importing the deprecated module prints a warning
-            try:
-                cls = getattr(importlib.import_module(module_name), class_name, None)
-            except Exception:  # module absent in this version
-                cls = None
-            if cls is None or cls in seen or hasattr(cls.__call__, _ORIGINAL):
-                continue
-            seen.add(cls)
-            found_names.add(class_name)
-            self._saved.append((cls, cls.__dict__["__call__"]))
-            cls.__call__ = self._wrapper(cls.__dict__["__call__"])
+        cls = internals.jit_executor()
+        if cls is not None and not hasattr(cls.__call__, _ORIGINAL):  # (not already wrapped by this or another)
+            original = vars(cls)["__call__"]
+            self._saved.append((cls, internals.set_call(cls, self._wrapper(original))))
         return len(self._saved)
 
     def _wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
         recorder = self.recorder
 
         def __call__(executor: Any, *args: Any, **kwargs: Any) -> Any:
-            fn = getattr(executor, "fn", None)
+            fn, obj = internals.jit_target(executor)
             name = getattr(fn, "__name__", None) or "jit"
             lead: Tuple[Any, ...] = ()
-            if getattr(executor, "obj", None) is not None and args:
+            if obj is not None and args:
                 lead, args = args[:1], args[1:]
                 name = f"{type(lead[0]).__name__}.{name}" if name == "construct" else name
 
@@ -257,5 +239,5 @@ class JitWrapper:
 
     def unwrap(self) -> None:
         for cls, original in reversed(self._saved):
-            cls.__call__ = original
+            internals.set_call(cls, original)
         self._saved.clear()

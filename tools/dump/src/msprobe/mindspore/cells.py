@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._compat import building_grad, can_hook_parameters
+from ._compat import can_hook_parameters
+from .internals import building_grad, own_parameters as direct_parameters
 
 
 def named_cells(models: List[Any]) -> List[Tuple[str, Any]]:
@@ -23,12 +24,6 @@ def named_cells(models: List[Any]) -> List[Tuple[str, Any]]:
             path = f"{index}.{name}" if many else name
             out.append((path, cell))
     return out
-
-
-def direct_parameters(cell: Any) -> Dict[str, Any]:
-    """The cell's own parameters (not its children's), by attribute name."""
-    params = getattr(cell, "_params", None)
-    return {k: v for k, v in params.items() if v is not None} if isinstance(params, dict) else {}
 
 
 class CellHooks:

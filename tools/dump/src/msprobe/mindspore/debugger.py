@@ -9,7 +9,8 @@ from typing import Any, Tuple
 from msprobe.dump.debugger import BaseDebugger
 from msprobe.schema import DebuggerConfig
 
-from ._compat import building_grad, can_hook_parameters, tensor_types
+from ._compat import can_hook_parameters
+from .internals import building_grad, tensor_types
 from .adapter import MindSporeAdapter
 
 

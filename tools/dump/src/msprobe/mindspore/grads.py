@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._compat import hook_backward
+from .internals import as_tensor
 
 FLOAT_DTYPES = ("Float16", "Float32", "Float64", "BFloat16")
 Path = Tuple[int, ...]
@@ -62,7 +63,7 @@ class GradTap:
             def hook(grads: Any, path: Path = path) -> None:
                 grad = grads[0] if isinstance(grads, tuple) else grads
                 if grad is not None:
-                    report(path, grad if isinstance(grad, types) else _as_tensor(grad))
+                    report(path, grad if isinstance(grad, types) else as_tensor(grad))
             new = hook_backward(hook)(tensor)
             out.append(self.rewrap(new, tensor))
         return out
@@ -93,15 +94,6 @@ class GradTap:
         if single:
             return values[0], 1, len(found)
         return (values if isinstance(output, list) else _same_tuple(output, values)), len(values), len(found)
-
-
-def _as_tensor(value: Any) -> Any:
-    """MindSpore 2.0 hands hooks the C++ tensor (``mindspore._c_expression.Tensor``): wrap it."""
-    import mindspore as ms
-    try:
-        return ms.Tensor(value)
-    except Exception:  # not a tensor at all: leave it, the engine records its type
-        return value
 
 
 def _same_tuple(original: tuple, values: List[Any]) -> Optional[tuple]:

@@ -2,9 +2,11 @@
 
 Two paths, chosen by where the tensor lives:
 
-* CPU (MindSpore's CPU target): the tensor's memory is host memory, so the statistics are numpy
-  float64 reductions of its host copy, taken when the entry is complete (``lazy``: one wait for the op
-  pipeline per entry) or at once for tensors that may still change in place.
+* CPU (MindSpore's CPU target): the tensor's memory is host memory, so the statistics are reductions of
+  its host copy, taken when the entry is complete (``lazy``: one wait for the op pipeline per entry) or at
+  once for tensors that may still change in place; ``precision`` means what it means for PyTorch CPU
+  tensors: ``low`` accumulates float16/bfloat16/float32 in float32 (the dump's C pass, the PyTorch
+  adapter's, so the same values give the same numbers), ``high`` and float64 tensors in float64.
   MindSpore's own CPU kernels would cost a PyNative op dispatch each and a pipeline wait anyway.
 * Ascend / GPU: five reductions started on the device (max, min, mean, sum of squares, any-NaN) per
   tensor; :func:`stats_to_host` concatenates a whole batch and copies it to the host once. No norm
@@ -46,11 +48,12 @@ def crc32_hex(array: np.ndarray) -> str:
 class StatHandle:
     """One tensor's statistics: final host values (CPU path) or a device vector still to read back."""
 
-    __slots__ = ("values", "vector", "tensor", "md5")
+    __slots__ = ("values", "vector", "tensor", "md5", "precision")
 
     def __init__(self, values: Optional[Dict[str, Any]], vector: Any = None, tensor: Any = None,
-                 md5: Optional[str] = None) -> None:
+                 md5: Optional[str] = None, precision: str = "low") -> None:
         self.values, self.vector, self.tensor, self.md5 = values, vector, tensor, md5
+        self.precision = precision
 
 
 def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host: bool = True,
@@ -60,7 +63,7 @@ def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host
     name = dtype_name(tensor)
     supported = name == "Bool" or name in _INT_TYPES or name in _FLOAT_TYPES
     if on_host and lazy and not md5:
-        return StatHandle(None, None, tensor if supported and tensor.size else None)
+        return StatHandle(None, None, tensor if supported and tensor.size else None, precision=precision)
     if on_host or md5 or name == "Bool":
         array = to_numpy(tensor) if (supported or md5) and tensor.size else None
         values = numpy_stats(array, precision) if supported and array is not None else dict.fromkeys(STAT_KEYS)
@@ -80,11 +83,35 @@ def numpy_stats(array: np.ndarray, precision: str = "low") -> Dict[str, Any]:
         return {"Max": bool(array.any()), "Min": bool(array.all()), "Mean": None, "Norm": None}
     if array.dtype.kind not in "iuf":
         return dict.fromkeys(STAT_KEYS)
+    if precision == "low" and array.dtype in _LOW_KINDS:
+        return _low_stats(array)
     wide = array.astype(np.float64)  # host memory: float64 costs one copy and loses nothing
     with np.errstate(all="ignore"):
         amax, amin, mean = wide.max(), wide.min(), wide.mean()
         norm = _norm(wide)
     return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(mean), "Norm": _number(norm)}
+
+
+_LOW_KINDS = {np.dtype(np.float16): kernels.F16, np.dtype(np.float32): kernels.F32,
+              np.dtype(np.float64): kernels.F64}
+
+
+def _low_stats(array: np.ndarray) -> Dict[str, Any]:
+    """``precision: low`` of a float array, as the PyTorch adapter reduces a CPU tensor: the dump's C pass
+    (float32 partial sums carried into float64; float64 arrays in float64), or, where it is not built,
+    numpy accumulating in the array's float type (float16 widened to float32)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    kernel = kernels.loaded()
+    if kernel is not None:
+        amax, amin, total, squares = kernel.stats(flat.ctypes.data, flat.size, _LOW_KINDS[flat.dtype])
+        norm = math.sqrt(squares)
+    else:
+        flat = flat.astype(np.float64 if flat.dtype == np.float64 else np.float32, copy=False)
+        with np.errstate(all="ignore"):
+            amax, amin, total = flat.max(), flat.min(), flat.sum(dtype=flat.dtype)
+            norm = _norm(flat)
+    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(float(total) / flat.size),
+            "Norm": _number(norm)}
 
 
 def _norm(wide: np.ndarray) -> float:
@@ -107,7 +134,8 @@ def stats_to_host(handles: Sequence[StatHandle]) -> List[Dict[str, Any]]:
     offset = 0
     for handle in handles:
         if handle.values is None and handle.vector is None:  # lazy host statistics
-            stats = numpy_stats(to_numpy(handle.tensor)) if handle.tensor is not None else dict.fromkeys(STAT_KEYS)
+            stats = numpy_stats(to_numpy(handle.tensor), handle.precision) if handle.tensor is not None \
+                else dict.fromkeys(STAT_KEYS)
         elif handle.vector is None:
             stats = dict(handle.values)
         else:

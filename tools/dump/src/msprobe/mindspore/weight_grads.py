@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import mindspore as ms
 
 from ._compat import can_hook_parameters
-from .cells import direct_parameters
+from .internals import own_parameters
 
 _WRAPPED = "__msprobe_weight_grads__"
 _active: Optional["WeightGradTap"] = None
@@ -30,7 +30,7 @@ class WeightGradTap:
 
     def install(self, cells: List[Tuple[str, Any]]) -> None:
         self._owners = {id(param): ((self.prefix, path, type(cell).__name__), name)
-                        for path, cell in cells for name, param in direct_parameters(cell).items()}
+                        for path, cell in cells for name, param in own_parameters(cell).items()}
         self._generation = self.engine.generation
         global _active
         _active = self
