@@ -29,8 +29,8 @@ def test_python_example_and_inspect(tmp_path):
     (tmp_path / "example.py").write_text(_blocks("python")[0])
     done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert _blocks("bash")[0].strip() == "msprobe inspect ./dump_path"
-    done = subprocess.run([_msprobe(), "inspect", "./dump_path"], cwd=tmp_path, capture_output=True, text=True,
+    assert _blocks("bash")[0].strip() == "msprobe inspect ./msprobe_out/dump_path"
+    done = subprocess.run([_msprobe(), "inspect", "./msprobe_out/dump_path"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "framework: mindspore" in done.stdout, done.stdout + done.stderr
 

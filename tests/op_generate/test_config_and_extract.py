@@ -57,7 +57,7 @@ def test_missing_and_bad_files_name_the_file(tmp_path, capsys, torch_dump, cli):
     assert cli(["op_generate", "-i", str(config), "-o", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert str(torch_dump) in err and "data.Torch.add.7.forward" in err
-    config.write_text(json.dumps({"dump_json_path": str(torch_dump), "api_name": "Tensor.float.0",
+    config.write_text(json.dumps({"dump_json_path": str(torch_dump), "api_name": "Torch.matmul.0",
                                   "propagation": "backward"}))
     assert cli(["op_generate", "-i", str(config), "-o", str(tmp_path)]) == 0  # it has a backward entry
     config.write_text(json.dumps({"dump_json_path": str(torch_dump), "api_name": "Tensor.t.0"}))

@@ -123,4 +123,4 @@ def test_xor_checksums_of_msprobe_26_are_read(tmp_path):
         record["md5"] = bad
         path.write_text(json.dumps(doc))
         one_line_error(run("inspect", "rank", cwd=tmp_path), "field 'data.Functional.linear.0.forward.input_args[0]"
-                       ".md5': expected 8 hex digits (CRC-32) or 0x and 16 hex digits (xor checksum)")
+                       ".md5': expected 8 hex digits (CRC-32), 0x and 16 hex digits (xor checksum) or a number")
