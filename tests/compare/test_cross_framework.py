@@ -44,7 +44,7 @@ def test_torch_and_mindspore_are_paired_and_agree(cross_dumps, tmp_path):
     expected = {
         "Module.fc1.Linear.forward.0.output.0": "Cell.fc1.Dense.forward.0.output.0",
         "Functional.relu.0.forward.output.0": "MintFunctional.relu.0.forward.output.0",
-        "Tensor.add.0.forward.output.0": "Tensor.__add__.0.forward.output.0",
+        "Tensor.__add__.0.forward.output.0": "Tensor.__add__.0.forward.output.0",
         "Functional.layer_norm.0.forward.output.0": "Primitive.LayerNorm.0.forward.output.0",
         "Module.fc2.Linear.parameters_grad.weight": "Cell.fc2.Dense.parameters_grad.weight",
         "Functional.gelu.0.backward.output.0": "Functional.gelu.0.backward.output.0",
