@@ -24,7 +24,7 @@ class CompiledNote:
     def __init__(self) -> None:
         self.seen = False
         self.said = False
-        self._patched: Any = None  # (class, its own __call__) while patched
+        self._patched: Any = None  # (class, its own __call__ or None) while patched
 
     def say(self, where: str = "") -> None:
         self.seen = False
@@ -39,7 +39,10 @@ class CompiledNote:
     def at_stop(self) -> None:
         if self._patched is not None:
             cls, original = self._patched
-            cls.__call__ = original
+            if original is None:  # it had no __call__ of its own: the inherited one shows through again
+                del cls.__call__
+            else:
+                cls.__call__ = original
             self._patched = None
         if self.seen:
             self.say()
@@ -49,13 +52,12 @@ class CompiledNote:
         cls = optimized_module_class()
         if cls is None or self._patched is not None or self.said:
             return
-        original = cls.__dict__.get("__call__")
-        if original is None:  # (a torch whose wrapper has no __call__ of its own)
-            return
+        original = cls.__dict__.get("__call__")  # None on torch 2.2: nn.Module's __call__ runs the wrapper
+        inner = original if original is not None else cls.__call__
         note = self
 
         def call(module, *args, **kwargs):
             note.seen = True
-            return original(module, *args, **kwargs)
+            return inner(module, *args, **kwargs)
         cls.__call__ = call
         self._patched = (cls, original)
