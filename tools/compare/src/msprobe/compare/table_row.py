@@ -5,6 +5,8 @@ its name in ``msprobe.schema.compare_result.HEADERS`` (the file format), and the
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -50,24 +52,25 @@ class TableRow:
     def cells(self, columns: Sequence[str]) -> List[Any]:
         """The row as the list of ``columns`` (a header of ``compare_result.HEADERS``)."""
         out = []
-        for column in columns:
-            name, index = _WHERE[column]
+        for name, index in _where(tuple(columns)):
             value = getattr(self, name)
             out.append(value if index is None else value[index])
         return out
 
 
-def _where() -> Dict[str, Tuple[str, Any]]:
-    """column -> (field, index into the field's sequence, or None for a one-column field)."""
-    out: Dict[str, Tuple[str, Any]] = {}
+@functools.lru_cache(maxsize=None)
+def _where(header: Tuple[str, ...]) -> List[Tuple[str, Any]]:
+    """Per column of ``header``: (field, index into the field's sequence, or None for a one-column field).
+    A column name two fields share (``MaxRelativeErr``: a statistic's relative error, and a tensor metric)
+    belongs to the field whose columns are all in the header: each mode's header holds one of them."""
+    where: Dict[str, Tuple[str, Any]] = {}
     for item in fields(TableRow):
         columns = item.metadata["columns"]
+        if not all(column in header for column in columns):
+            continue
         for index, column in enumerate(columns):
-            out[column] = (item.name, None if len(columns) == 1 else index)
-    return out
-
-
-_WHERE = _where()
+            where[column] = (item.name, None if len(columns) == 1 else index)
+    return [where[column] for column in header]
 
 
 def blank_row(name: str) -> TableRow:
