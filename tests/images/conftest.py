@@ -1,8 +1,8 @@
 """The images every test here runs against, built once per session by the README's `./dev images`.
 
 That is: the bases (dockerfiles/build_images.sh: cached debootstrap tarball, torch layer, the MSAdapter
-rootfs `docker import`ed), the wheels (`just wheels`, ~2 min) plus the pure-Python dump wheel, and every
-tool image (`msprobe image build`, ~1 min each on 2 cores, seconds when docker's cache holds the layers).
+rootfs `docker import`ed), the wheels (`just wheels`) plus the pure-Python dump wheel, and every tool
+image (`msprobe image build`).
 Needs root, docker.io and debootstrap; outside CI a machine without them skips with the reason, under
 CI=true that fails. MSPROBE_SKIP_IMAGES=1 skips them explicitly (and fails under CI=true, like any other reason).
 """

@@ -10,16 +10,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from tests.support.cli import MSPROBE
 from tests.support.readme import code_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "dockerfiles" / "README.md"
 VERSION = (REPO / "VERSION").read_text().strip()
-MSPROBE = Path(sys.executable).parent / "msprobe"
 # paths the README writes relative to the checkout, made absolute so a command runs from any folder
 RELATIVE = {".venv/bin/msprobe": str(MSPROBE), "./dev": str(REPO / "dev"), ".ci/": str(REPO / ".ci") + "/",
             "dockerfiles/": str(REPO / "dockerfiles") + "/"}

@@ -73,6 +73,58 @@ def test_run_mounts_inputs_read_only_writes_as_the_caller_and_returns_the_exit_c
     assert readonly.returncode == 0, _out(readonly)
 
 
+PROBE = """
+import os, sys
+print(os.getuid(), os.getgid(), open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+open("made.txt", "w").write("x")
+os.mkdir("sub")
+open(os.path.join("sub", "f"), "w").write("y")
+os.symlink(sys.argv[1] if len(sys.argv) > 1 else "/nonexistent", "link")
+"""
+
+
+def test_as_root_the_container_runs_as_the_image_user_and_hands_the_files_back(images, tmp_path):
+    """Root's containers run as the image's 1000:1000 with no capabilities, never as root; what it made
+    is root's after, the output folder's owner is set back (a new one, an existing one lent for the run), and a
+    link it made is given back itself, never what it points to."""
+    assert os.getuid() == 0  # (the docker tests run as root: tests/images/docker_support.py)
+    (tmp_path / "probe.py").write_text(PROBE)
+    outside = tmp_path / "not-yours"
+    outside.write_text("z")
+    os.chown(outside, 1000, 1000)
+    (tmp_path / "existing").mkdir(mode=0o755)
+    for folder in ("new", "existing"):
+        out = tmp_path / folder
+        probe = _run([MSPROBE, "run", "shared", "-O", out, "--exec", "--", "python", tmp_path / "probe.py", outside])
+        assert probe.returncode == 0 and probe.stdout.split() == ["1000", "1000", "0000000000000000"], _out(probe)
+        made = [out, out / "made.txt", out / "sub", out / "sub" / "f", out / "link"]
+        assert [(p.lstat().st_uid, p.lstat().st_gid) for p in made] == [(0, 0)] * 5
+        assert (outside.stat().st_uid, (out / "link").readlink()) == (1000, outside)
+        assert oct(out.stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_caller_other_than_root_runs_as_itself(images, tmp_path, monkeypatch, capfd):
+    from msprobe.launcher import run as runner
+    from msprobe.launcher.client import connect
+    from msprobe.launcher.names import default_spec
+
+    (tmp_path / "probe.py").write_text(PROBE)
+    out = tmp_path / "out"
+    out.mkdir(mode=0o777)
+    out.chmod(0o777)
+    monkeypatch.setattr(os, "getuid", lambda: 4242)
+    monkeypatch.setattr(os, "getgid", lambda: 4343)
+    code = runner.run(connect(), default_spec("shared"), ["python", str(tmp_path / "probe.py")], out, as_command=True)
+    said = capfd.readouterr()
+    assert code == 0 and said.out.split() == ["4242", "4343", "0000000000000000"], said.err
+    assert ((out / "made.txt").stat().st_uid, (out / "made.txt").stat().st_gid) == (4242, 4343)
+
+
+def test_a_build_leaves_no_dangling_build_stage(images):
+    stages = _run(["docker", "images", "--quiet", "--filter", "dangling=true", "--filter", "label=msprobe.build-stage"])
+    assert stages.returncode == 0 and stages.stdout.strip() == "", _out(stages)
+
+
 def test_run_has_no_network(images, tmp_path):
     probe = _run([MSPROBE, "run", "shared", "-O", tmp_path, "--exec", "--", "python", "-c",
                   "import socket; print(sorted(n for _, n in socket.if_nameindex()))"])

@@ -237,7 +237,7 @@ def install_repo_packages(paths: Iterable[Union[str, Path]], timeout: float = 60
         [python, "-c", "import hatchling"], capture_output=True).returncode == 0 else []
     with tempfile.TemporaryDirectory(prefix="msprobe-wheels-", dir=str(rootfs / "tmp")) as tmp:
         for d in dirs:
-            # pure-Python wheels: the host's compiled extensions (the dump's kernels) are not for python3.9
+            # pure-Python wheels: the rootfs stands for a user's Python 3.9 without a compiler (the image has the kernels)
             proc = subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", *isolation, "-w", tmp,
                                    str(d)], capture_output=True, text=True, timeout=timeout,
                                   env=dict(os.environ, MSPROBE_PURE_WHEEL="1"))

@@ -30,9 +30,9 @@ typedef union {
     float value;
 } Word;
 
-/* An IEEE half's exact float, without branches, so that both reduction loops vectorise it (the branchy
- * version kept float16 reductions scalar: 0.65 G elements a second on this VM, a third of torch's four
- * reductions, where this gives 4.1; bench/reduce_kernel.py): a normal half's exponent and
+/* An IEEE half's exact float, without branches, so that both reduction loops vectorise it (a branchy
+ * conversion keeps float16 reductions scalar, slower than torch's own; bench/reduce_kernel.py prints
+ * both ratios): a normal half's exponent and
  * mantissa moved into a float's fields are its value times 2^112; a subnormal's mantissa m under
  * 0.5's exponent is 0.5 + m * 2^-24, less 0.5 exactly m * 2^-24; infinities and NaNs stay what they
  * are under the scaling */
@@ -352,15 +352,15 @@ static void reduce_rows(const char *data, const Layout *layout, int kind, Py_ssi
 
 /* The shape and strides tuples of a call (at most MAX_DIMS, each size >= 1): 0, or -1 with an error set */
 static int read_layout(PyObject *shape, PyObject *strides, const char *name, Layout *layout) {
-    if (!PyTuple_Check(shape) || !PyTuple_Check(strides) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides) ||
-        PyTuple_GET_SIZE(shape) > MAX_DIMS) {
+    if (!PyTuple_Check(shape) || !PyTuple_Check(strides) || PyTuple_Size(shape) != PyTuple_Size(strides) ||
+        PyTuple_Size(shape) > MAX_DIMS) {
         PyErr_Format(PyExc_TypeError, "%s(address, kind, shape: tuple, strides: tuple)", name);
         return -1;
     }
-    layout->dims = PyTuple_GET_SIZE(shape);
+    layout->dims = PyTuple_Size(shape);
     for (Py_ssize_t d = 0; d < layout->dims; d++) {
-        layout->size[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-        layout->stride[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+        layout->size[d] = PyLong_AsSsize_t(PyTuple_GetItem(shape, d));
+        layout->stride[d] = PyLong_AsSsize_t(PyTuple_GetItem(strides, d));
         if (layout->size[d] <= 0 && !PyErr_Occurred()) {
             PyErr_Format(PyExc_ValueError, "%s: empty tensor", name);
         }
@@ -424,10 +424,28 @@ static PyObject *int_stats(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(dddd)", high, low, total, squares);
 }
 
+/* METH_VARARGS entry points: the stable ABI of Python 3.9 (one wheel for 3.9 and later) has no METH_FASTCALL,
+ * so each passes its tuple's items on as an array; more than 4 arguments reach the function as a wrong count */
+#define VARARGS_ENTRY(name)                                                     \
+    static PyObject *name##_entry(PyObject *self, PyObject *tuple) {            \
+        PyObject *items[4];                                                     \
+        Py_ssize_t nargs = PyTuple_Size(tuple);                                 \
+        if (nargs < 0) {                                                        \
+            return NULL;                                                        \
+        }                                                                       \
+        for (Py_ssize_t i = 0; i < nargs && i < 4; i++) {                       \
+            items[i] = PyTuple_GetItem(tuple, i);                               \
+        }                                                                       \
+        return name(self, items, nargs);                                        \
+    }
+VARARGS_ENTRY(stats)
+VARARGS_ENTRY(int_stats)
+VARARGS_ENTRY(row_stats)
+
 static PyMethodDef methods[] = {
-    {"stats", (PyCFunction)(void (*)(void))stats, METH_FASTCALL, "(max, min, sum, sum of squares) of a dense block"},
-    {"int_stats", (PyCFunction)(void (*)(void))int_stats, METH_FASTCALL, "(max, min, sum, sum of squares) or (any, all)"},
-    {"row_stats", (PyCFunction)(void (*)(void))row_stats, METH_FASTCALL, "(max, min, sum, sum of squares) of rows"},
+    {"stats", stats_entry, METH_VARARGS, "(max, min, sum, sum of squares) of a dense block"},
+    {"int_stats", int_stats_entry, METH_VARARGS, "(max, min, sum, sum of squares) or (any, all)"},
+    {"row_stats", row_stats_entry, METH_VARARGS, "(max, min, sum, sum of squares) of rows"},
     {NULL, NULL, 0, NULL},
 };
 

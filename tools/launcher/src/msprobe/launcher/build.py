@@ -7,7 +7,7 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import docker
 from docker.errors import BuildError, ContainerError, DockerException
@@ -15,7 +15,7 @@ from docker.errors import BuildError, ContainerError, DockerException
 from msprobe.schema import MsprobeError
 
 from .client import first_line, require_image
-from .names import BASE_HINT, NO_IMAGE, ImageSpec
+from .names import NO_IMAGE, ImageSpec, base_hint
 
 WHEEL = re.compile(r"^msprobe_([a-z0-9_]+)-(\d+\.\d+\.\d+)-[^-]+-[^-]+-[^-]+\.whl$")
 MAX_LOG_LINES = 40
@@ -32,7 +32,7 @@ def dist_tools(dist: Path, version: str) -> List[str]:
 
 def check_base(client: "docker.DockerClient", spec: ImageSpec) -> Dict[str, str]:
     """Run check_base.py in the base; its facts (python, machine, glibc) or one line naming what is missing."""
-    require_image(client, spec.base, BASE_HINT)
+    require_image(client, spec.base, base_hint(spec.base))
     code = resources.files(__package__).joinpath("check_base.py").read_text(encoding="utf-8")
     try:
         out = client.containers.run(spec.base, ["python3", "-c", code, *spec.frameworks], entrypoint=[],
@@ -69,9 +69,9 @@ def fetch_wheels(requirement: str, dist: Path, dest: Path, facts: Dict[str, str]
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ERROR")] or proc.stderr.splitlines()[-1:]
         said = lines[0] if lines else "no output"
         if re.search(r"(requirement|found for) msprobe-dump\b", said):
-            # `just wheels` builds the dump with its C kernels for the host's Python only
-            said += (f" (no wheel of it in {dist} installs on python {facts['python']}: build a pure one with "
-                     f"MSPROBE_PURE_WHEEL=1 pip wheel --no-deps -w {dist} ./tools/dump, as `just images` does)")
+            # a wheel of the dump built for one CPython (not the suite's cp39-abi3 one) installs nowhere else
+            said += (f" (no wheel of it in {dist} installs on python {facts['python']}: build the suite's with "
+                     f"`just wheels`, or a pure one with MSPROBE_PURE_WHEEL=1 pip wheel --no-deps -w {dist} ./tools/dump)")
         raise MsprobeError(f"pip download of {requirement} for the image failed: {said}")
 
 
@@ -88,6 +88,7 @@ def build_one(client: "docker.DockerClient", spec: ImageSpec, version: str, dist
         recipe = resources.files(__package__).joinpath("tool.Dockerfile").read_text(encoding="utf-8")
         (context / "Dockerfile").write_text(recipe, encoding="utf-8")
         tag = f"{spec.image}:{version}"
+        before = _image_id(client, tag)
         try:
             image, _ = client.images.build(path=str(context), tag=tag, network_mode="none", rm=True, forcerm=True,
                                            buildargs={"BASE": spec.base, "REQUIREMENT": requirement},
@@ -99,4 +100,24 @@ def build_one(client: "docker.DockerClient", spec: ImageSpec, version: str, dist
         except DockerException as exc:
             raise MsprobeError(f"docker build of {tag} failed: {first_line(exc)}") from exc
     image.tag(spec.image, "latest")
+    _drop_leftovers(client, requirement, before if before != image.id else None)
     return tag, int(image.attrs.get("Size", 0))
+
+
+def _image_id(client: "docker.DockerClient", name: str) -> Optional[str]:
+    try:
+        return client.images.get(name).id
+    except DockerException:  # (not there yet)
+        return None
+
+
+def _drop_leftovers(client: "docker.DockerClient", requirement: str, replaced: Optional[str]) -> None:
+    """Remove what a build leaves untagged: its build stage (~285 MB, labelled in tool.Dockerfile) and the image
+    the tags named before, unless a container or another tag still uses it. The stage's layers were docker's
+    cache of the venv install: a rebuild installs it again from the wheels (seconds)."""
+    try:
+        client.images.prune(filters={"dangling": True, "label": f"msprobe.build-stage={requirement}"})
+        if replaced is not None:
+            client.images.remove(replaced)
+    except DockerException:  # in use (a container of the old image runs): docker keeps it, as `docker rmi` would
+        pass

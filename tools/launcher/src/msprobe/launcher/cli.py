@@ -12,7 +12,7 @@ from msprobe.schema import MsprobeError
 
 from . import build, run as runner
 from .client import connect
-from .names import REPOSITORY, default_spec, tool_key
+from .names import REPOSITORY, base_hint, default_spec, tool_key
 
 
 def register_image(app: typer.Typer) -> None:
@@ -56,7 +56,7 @@ def build_images(
         if framework is not None:
             spec = replace(spec, frameworks=tuple(m for m in framework.split(",") if m))
         if not tools and tool == "msadapter" and not client.images.list(name=spec.base):
-            typer.echo(f"image: skip {spec.image}: base {spec.base} not built (bash dockerfiles/build_images.sh msadapter)")
+            typer.echo(f"image: skip {spec.image}: base {spec.base} not built ({base_hint(spec.base)})")
             continue
         name, size = build.build_one(client, spec, version, dist, typer.echo)
         typer.echo(f"image: built {name} and {spec.image}:latest ({size / 1e6:.0f} MB)")
@@ -64,19 +64,19 @@ def build_images(
 
 def list_images() -> None:
     """The msprobe images on this docker daemon, with their sizes."""
-    from rich.console import Console
-    from rich.table import Table
-
     client = connect()
-    table = Table("image", "tags", "size", "created", "base")
+    rows = [("image", "tags", "size", "created", "base")]
     images = [img for img in client.images.list() if any(t.startswith(REPOSITORY + "/") for t in img.tags)]
     for img in sorted(images, key=lambda i: sorted(i.tags)[0]):
         tags = sorted(t for t in img.tags if t.startswith(REPOSITORY + "/"))
         labels = img.labels or {}
-        table.add_row(tags[0].rsplit(":", 1)[0], ", ".join(t.rsplit(":", 1)[1] for t in tags),
-                      f"{img.attrs.get('Size', 0) / 1e6:.0f} MB", str(img.attrs.get("Created", ""))[:19],
-                      labels.get("msprobe.base", ""))
-    Console().print(table)
+        rows.append((tags[0].rsplit(":", 1)[0], ", ".join(t.rsplit(":", 1)[1] for t in tags),
+                     f"{img.attrs.get('Size', 0) / 1e6:.0f} MB", str(img.attrs.get("Created", ""))[:19],
+                     labels.get("msprobe.base", "")))
+    # plain columns as wide as their widest cell: a table fitted to the terminal cut names short in pipes
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
 def run_tool(
@@ -87,8 +87,9 @@ def run_tool(
     exec_: bool = typer.Option(False, "--exec", help="Run ARGS as the command (e.g. python script.py) instead "
                                "of `msprobe ARGS`."),
 ) -> int:
-    """Run `msprobe ARGS` in msprobe/<tool>: no network, your uid:gid, your paths mounted; returns its exit code."""
+    """Run `msprobe ARGS` in msprobe/<tool>: no network, not as root, your paths mounted; returns its exit code."""
     spec = default_spec(tool_key(tool))
     if exec_ and not args:
         raise MsprobeError("msprobe run --exec: give the command after --")
+    runner.plan(args or [], runner.output_folder(output))  # refused paths are said before the daemon is asked
     return runner.run(connect(), spec, args or [], output, as_command=exec_)

@@ -11,7 +11,9 @@ REPOSITORY = "msprobe"
 PLAIN_BASE = "msprobe/base:py311"
 TORCH_BASE = "msprobe/base-torch:2.13.0-cpu"
 MSADAPTER_BASE = "msprobe/base-msadapter:py39"
-BASE_HINT = "build the base images with `bash dockerfiles/build_images.sh` (or pass --base)"
+BASE_BUILDS = {PLAIN_BASE: "base", TORCH_BASE: "torch", MSADAPTER_BASE: "msadapter"}
+"""The argument of dockerfiles/build_images.sh that builds each of the suite's bases (and only what it needs:
+all of them would take the 4.4 GB MSAdapter rootfs too)."""
 NO_IMAGE = ("launcher",)  # distributions that run on the host only
 
 
@@ -31,6 +33,14 @@ class ImageSpec:
     @property
     def image(self) -> str:
         return f"{REPOSITORY}/{self.tool.replace('_', '-')}"
+
+
+def base_hint(base: str) -> str:
+    """What to do when the base image ``base`` is not on the daemon."""
+    which = BASE_BUILDS.get(base)
+    if which is None:
+        return "pull or build it first, or pass another --base (`docker images` lists this daemon's images)"
+    return f"build it with `bash dockerfiles/build_images.sh {which}` in the msprobe checkout (or pass --base)"
 
 
 def tool_key(name: str) -> str:

@@ -3,8 +3,10 @@
 Every argument that names an existing path is bind-mounted read-only at its absolute path; the output
 directory (default: the current one) is mounted writable at its own path and is the working directory. A
 path not there yet (with a slash) must lie under it and is passed absolute, so it names the file it names on
-the host; a bare word stays as it is. The container runs as the caller's uid:gid with no network, its output
-is streamed, and its exit code is returned.
+the host; a bare word stays as it is. The container runs as a non-root user with no network and no
+capabilities, its output
+is streamed, and its exit code is returned. Which paths may be mounted: guard.py; who the container runs
+as and who owns its files: owner.py.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from docker.errors import DockerException
 from msprobe.schema import MsprobeError
 
 from .client import first_line, require_image
+from .guard import check_input, check_output
 from .names import ImageSpec
+from .owner import Handover, image_user
 
 MAX_MOUNTS = 64
 
@@ -46,10 +50,14 @@ def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[s
             new_args.append(arg)
             continue
         path = Path(value).expanduser().absolute()
-        if path.exists():
+        check_input(path, value)  # as written: under /proc even a stat can fail
+        try:
+            exists = path.exists()
+        except OSError as exc:
+            raise MsprobeError(f"msprobe run: cannot read {value}: {exc.strerror or exc}") from None
+        if exists:
             path = path.resolve()
-            if path == Path(path.anchor):
-                raise MsprobeError(f"msprobe run: refusing to mount the root directory ({value})")
+            check_input(path, value)
             if not _inside(path, output) and not any(_inside(path, Path(m)) for m in volumes):
                 volumes[str(path)] = {"bind": str(path), "mode": "ro"}
         elif "/" in value or os.sep in value:
@@ -65,21 +73,39 @@ def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[s
     return new_args, volumes
 
 
+def output_folder(output: Path) -> Path:
+    """The output folder, absolute with its links resolved, checked (guard.py) before anything is made."""
+    resolved = output.expanduser().absolute().resolve()
+    check_output(resolved, str(output))
+    return resolved
+
+
 def run(client: "docker.DockerClient", spec: ImageSpec, args: Sequence[str], output: Path,
         as_command: bool = False) -> int:
     """Run ``msprobe ARGS`` (``ARGS`` itself with ``as_command``) in the tool's image; returns its exit code."""
     image = f"{spec.image}:latest"
-    require_image(client, image, f"build it with `msprobe image build {spec.tool}`")
-    output = output.expanduser().absolute()
+    found = require_image(client, image, f"build it with `msprobe image build {spec.tool}`")
+    output = output_folder(output)
+    made = [folder for folder in (output, *output.parents) if not folder.exists()]  # leaf first
     output.mkdir(parents=True, exist_ok=True)
-    output = output.resolve()
-    command, volumes = plan(args, output)
+    handover = Handover(output, bool(made), image_user(found)) if os.getuid() == 0 else None
+    try:
+        command, volumes = plan(args, output)  # (after the mkdir: an argument naming the output is a path)
+        if handover is not None:
+            handover.before()
+    except MsprobeError:
+        for folder in made:
+            folder.rmdir()  # nothing was run: leave no empty folder behind
+        raise
+    user = "%d:%d" % (handover.user if handover is not None else (os.getuid(), os.getgid()))
     entry = {"entrypoint": command[:1], "command": command[1:]} if as_command else {"command": command}
     try:
-        container = client.containers.create(image, **entry, user=f"{os.getuid()}:{os.getgid()}",
-                                             network_mode="none", volumes=volumes, working_dir=str(output),
-                                             environment={"HOME": "/tmp"})
+        container = client.containers.create(image, **entry, user=user, network_mode="none", volumes=volumes,
+                                             working_dir=str(output), environment={"HOME": "/tmp"},
+                                             cap_drop=["ALL"], security_opt=["no-new-privileges"])
     except DockerException as exc:
+        if handover is not None:
+            handover.after()
         raise MsprobeError(f"msprobe run: cannot create a container of {image}: {first_line(exc)}") from exc
     try:
         # attached before it starts, as `docker run` does: an attach made after a fast container has exited
@@ -94,3 +120,5 @@ def run(client: "docker.DockerClient", spec: ImageSpec, args: Sequence[str], out
         return int(container.wait().get("StatusCode", 1))
     finally:
         container.remove(force=True)
+        if handover is not None:
+            handover.after()

@@ -1,0 +1,119 @@
+"""What `msprobe run` mounts (tools/launcher guard.py), the hint for a missing base, and the launcher README's
+commands: all decided before the docker daemon is asked, so no daemon is needed here (DOCKER_HOST names none,
+and a refusal must come before "no docker daemon answers")."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+from msprobe.launcher import names
+from msprobe.launcher.run import plan
+from msprobe.schema import MsprobeError
+from tests.support.cli import MSPROBE
+from tests.support.readme import code_blocks
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "tools" / "launcher" / "README.md"
+NO_DAEMON = "msprobe: error: no docker daemon answers"
+ADVICE = "give a folder of your own, e.g. -O ./msprobe_out"
+
+
+def _msprobe(args: List[str], cwd: Path, home: Path) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, DOCKER_HOST="unix:///no/such.sock", HOME=str(home))
+    return subprocess.run([str(MSPROBE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("given, why", [
+    ("/", "/ is the root directory"), ("/etc", "/etc is a system folder"),
+    ("/usr/local/out", "/usr/local/out is a system folder"), ("/var/lib/out", "/var/lib/out is a system folder"),
+    ("/proc/1", "/proc/1 is a system folder"), ("/dev/shm/out", "/dev/shm/out is a system folder"),
+    ("/tmp", "/tmp is a folder all users share"), ("/var/tmp", "/var/tmp is a folder all users share"),
+    ("/home", "/home is a folder all users share"),
+])
+def test_a_system_or_shared_folder_is_refused_as_the_output(tmp_path, given, why):
+    elsewhere = Path("/nonexistent/home")  # (a home under /tmp would make /tmp "a folder holding your home folder")
+    refused = _msprobe(["run", "overflow", "-O", given, "--", "overflow_check", "-i", str(tmp_path)], tmp_path, elsewhere)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    assert refused.stderr == (f"msprobe: error: msprobe run: refusing {given} as the writable output folder (-O): "
+                              f"{why}; {ADVICE}\n")
+
+
+def test_your_home_folder_and_the_folders_above_it_are_refused_as_the_output(tmp_path):
+    home = tmp_path / "users" / "me"
+    home.mkdir(parents=True)
+    for given, why in (("~", "your home folder itself"), (str(home.parent), "a folder holding your home folder")):
+        refused = _msprobe(["run", "shared", "-O", given, "--", "--help"], tmp_path, home)
+        shown = home if given == "~" else home.parent
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr == (f"msprobe: error: msprobe run: refusing {given} as the writable output folder "
+                                  f"(-O): {shown} is {why}; {ADVICE}\n")
+    # a folder of your own under them, and under /var/tmp, goes on to the daemon
+    for given in (str(home / "out"), f"/var/tmp/msprobe-test-{os.getpid()}/out"):
+        asked = _msprobe(["run", "shared", "-O", given, "--", "--help"], tmp_path, home)
+        assert asked.returncode == 2 and asked.stderr.startswith(NO_DAEMON), asked.stderr
+        assert not Path(given).exists()  # nothing made before the daemon answered
+
+
+def test_a_link_to_a_system_folder_is_refused_by_where_it_leads(tmp_path):
+    (tmp_path / "innocent").symlink_to("/etc")
+    refused = _msprobe(["run", "shared", "-O", "innocent", "--", "--help"], tmp_path, tmp_path)
+    assert refused.returncode == 2 and "refusing innocent as the writable output folder (-O): /etc is a system" \
+        in refused.stderr, refused.stderr
+
+
+def test_sockets_and_the_kernels_folders_are_never_mounted(tmp_path):
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "daemon.sock"))
+    (tmp_path / "via-link").symlink_to(tmp_path / "daemon.sock")
+    try:
+        for given, why in ((str(tmp_path / "daemon.sock"), f"{tmp_path / 'daemon.sock'} is a socket"),
+                           (str(tmp_path / "via-link"), f"{tmp_path / 'via-link'} is a socket"),
+                           ("/var/run/docker.sock", "/var/run/docker.sock is the kernel's or a daemon's"),
+                           ("/proc/self/root", "/proc/self/root is the kernel's or a daemon's"),
+                           ("/sys", "/sys is the kernel's or a daemon's"),
+                           ("/tmp", "/tmp holds other programs' sockets"), ("/", "it is the root directory")):
+            with pytest.raises(MsprobeError) as refused:
+                plan(["inspect", given], tmp_path / "out")
+            assert str(refused.value).startswith(f"msprobe run: refusing to mount {given}: {why}"), str(refused.value)
+    finally:
+        listener.close()
+    (tmp_path / "dump").mkdir()
+    args, volumes = plan(["inspect", "--json", str(tmp_path / "dump")], tmp_path / "out")
+    assert args == ["inspect", "--json", str(tmp_path / "dump")]
+    assert volumes == {str(tmp_path / "out"): {"bind": str(tmp_path / "out"), "mode": "rw"},
+                       str(tmp_path / "dump"): {"bind": str(tmp_path / "dump"), "mode": "ro"}}
+
+
+def test_a_missing_base_is_named_with_the_one_command_that_builds_it():
+    assert names.base_hint(names.TORCH_BASE) == ("build it with `bash dockerfiles/build_images.sh torch` in the "
+                                                 "msprobe checkout (or pass --base)")
+    assert names.base_hint(names.PLAIN_BASE).startswith("build it with `bash dockerfiles/build_images.sh base`")
+    assert names.base_hint(names.MSADAPTER_BASE).startswith("build it with `bash dockerfiles/build_images.sh msadapter`")
+    script = (REPO / "dockerfiles" / "build_images.sh").read_text()
+    for which in names.BASE_BUILDS.values():  # each is an argument the script takes
+        assert f"            {which}) build_" in script or f"            {which}) build_base" in script, which
+    assert "pull or build it first" in names.base_hint("my/cann-torch-npu:8.0")
+
+
+def _readme_pairs() -> List[Tuple[str, str]]:
+    """(command, the error line the README shows under it) of the README's bash blocks."""
+    lines = [line for block in code_blocks(README.read_text(encoding="utf-8"), "bash") for line in block.splitlines()]
+    return [(command, said[2:]) for command, said in zip(lines, lines[1:]) if not command.startswith("#")
+            and said.startswith("# msprobe: error:")]
+
+
+def test_the_readme_refusals_are_said_as_shown(tmp_path):
+    pairs = _readme_pairs()
+    assert len(pairs) >= 6
+    (tmp_path / "dump").mkdir()
+    env = dict(os.environ, DOCKER_HOST="unix:///no/such.sock", PATH=f"{MSPROBE.parent}{os.pathsep}{os.environ['PATH']}")
+    for command, said in pairs:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2 and done.stderr == said.replace("$PWD", str(tmp_path)) + "\n", (command, done.stderr)
+        assert not (tmp_path / "out").exists(), command
