@@ -16,7 +16,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..schema.errors import MsprobeError
 from .progress import Bar
@@ -33,12 +33,16 @@ _POLL_S = 0.5
 class RankOutcome:
     """What became of one rank's task."""
 
-    path: str
+    path: Any
+    """The rank folder (or the folders of a rank pair) as given."""
     ok: bool
     value: Any = None
     why: str = ""
     worker: str = ""
     """Which worker ran it (``host:pid``)."""
+    lost: bool = False
+    """Not run to its end: no worker could read its folders, or its workers died (``why`` says which, not
+    naming the folders); False with ``ok=False``: the task's own error (``why`` is its message)."""
 
 
 def worker_name() -> str:
@@ -59,11 +63,17 @@ def _readable(paths: List[str]) -> List[bool]:
     return [can_read(p) for p in paths]
 
 
-def _task(fn: Callable[[str], Any], path: str) -> Dict[str, Any]:
+def _folders(path: Any) -> Tuple[str, ...]:
+    """The folders a task reads: a rank folder, or both of a rank pair."""
+    return tuple(str(p) for p in path) if isinstance(path, (tuple, list)) else (str(path),)
+
+
+def _task(fn: Callable[[Any], Any], path: Any, item: Any) -> Dict[str, Any]:
     # runs on the worker: refuse a folder this worker does not serve rather than read it from elsewhere
-    if not can_read(path):
-        raise MsprobeError(f"{path}: not readable on worker {worker_name()}")
-    return {"value": fn(path), "worker": worker_name()}
+    for folder in _folders(path):
+        if not can_read(folder):
+            raise MsprobeError(f"{folder}: not readable on worker {worker_name()}")
+    return {"value": fn(item), "worker": worker_name()}
 
 
 def dask_modules():
@@ -75,14 +85,18 @@ def dask_modules():
     return dask, distributed
 
 
-def run_ranks(fn: Callable[[str], Any], paths: Sequence[str], description: str, jobs: int = 1,
-              scheduler: Optional[str] = None, quiet: bool = False) -> List[RankOutcome]:
-    """``fn(path)`` for every rank folder, one Dask task each; outcomes in the order of ``paths``."""
-    paths = [str(p) for p in paths]
+def run_ranks(fn: Callable[[Any], Any], paths: Sequence[Any], description: str, jobs: int = 1,
+              scheduler: Optional[str] = None, quiet: bool = False,
+              items: Optional[Sequence[Any]] = None) -> List[RankOutcome]:
+    """``fn(item)`` for every rank folder (or pair of folders: a tuple), one Dask task each, run where every
+    folder it names can be read; ``items``: what ``fn`` gets per task (default: its folder, as a str).
+    Outcomes in the order of ``paths``."""
+    paths = [tuple(str(f) for f in p) if isinstance(p, (tuple, list)) else str(p) for p in paths]
+    items = list(paths) if items is None else list(items)
     scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
     with Bar(len(paths), description, quiet) as bar:
         if scheduler is None and jobs <= 1:
-            return _synchronous(fn, paths, bar)
+            return _synchronous(fn, paths, items, bar)
         dask, distributed = dask_modules()
         if scheduler is not None:
             try:
@@ -90,26 +104,26 @@ def run_ranks(fn: Callable[[str], Any], paths: Sequence[str], description: str, 
             except (OSError, TimeoutError) as exc:
                 raise MsprobeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
             with client:
-                return _distributed(client, fn, paths, bar, locality=True)
+                return _distributed(client, fn, paths, items, bar, locality=True)
         with dask.config.set({"distributed.worker.daemon": False, "distributed.logging.distributed": "error"}):
             cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                                dashboard_address=None, silence_logs=40)
             with cluster, distributed.Client(cluster) as client:
-                return _distributed(client, fn, paths, bar, locality=False)
+                return _distributed(client, fn, paths, items, bar, locality=False)
 
 
-def _synchronous(fn: Callable[[str], Any], paths: List[str], bar: Bar) -> List[RankOutcome]:
+def _synchronous(fn: Callable[[Any], Any], paths: List[Any], items: List[Any], bar: Bar) -> List[RankOutcome]:
     out = []
     try:
         import dask
     except ImportError:  # one process needs no Dask: the same tasks, run in order
         dask = None
-    for path in paths:
+    for path, item in zip(paths, items):
         try:
             if dask is not None:
-                result = dask.delayed(_task)(fn, path).compute(scheduler="synchronous")
+                result = dask.delayed(_task)(fn, path, item).compute(scheduler="synchronous")
             else:
-                result = _task(fn, path)
+                result = _task(fn, path, item)
             out.append(RankOutcome(path, True, result["value"], worker=result["worker"]))
         except (MsprobeError, OSError) as exc:
             out.append(RankOutcome(path, False, why=" ".join(str(exc).splitlines())))
@@ -117,21 +131,21 @@ def _synchronous(fn: Callable[[str], Any], paths: List[str], bar: Bar) -> List[R
     return out
 
 
-def _distributed(client, fn, paths: List[str], bar: Bar, locality: bool) -> List[RankOutcome]:
+def _distributed(client, fn, paths: List[Any], items: List[Any], bar: Bar, locality: bool) -> List[RankOutcome]:
     from distributed import wait
 
-    outcomes: Dict[str, RankOutcome] = {}
+    outcomes: Dict[int, RankOutcome] = {}
     readers = _readers(client, paths) if locality else {p: None for p in paths}
     futures, allowed = {}, {}
-    for path in paths:
+    for at, (path, item) in enumerate(zip(paths, items)):
         who = readers[path]
         if who is not None and not who:
-            outcomes[path] = RankOutcome(path, False, why="no Dask worker can read it")
+            outcomes[at] = RankOutcome(path, False, why="no Dask worker can read it", lost=True)
             bar.advance()
             continue
-        future = client.submit(_task, fn, path, key=f"rank-{len(futures)}-{abs(hash(path))}", pure=False,
+        future = client.submit(_task, fn, path, item, key=f"rank-{at}-{abs(hash(path))}", pure=False,
                                workers=who, allow_other_workers=False)
-        futures[future] = path
+        futures[future] = at
         allowed[future] = who
     pending = set(futures)
     while pending:
@@ -141,7 +155,7 @@ def _distributed(client, fn, paths: List[str], bar: Bar, locality: bool) -> List
             done = set()
         pending = set(pending)
         for future in done:
-            outcomes[futures[future]] = _outcome(future, futures[future])
+            outcomes[futures[future]] = _outcome(future, paths[futures[future]])
             bar.advance()
         if not done and locality:  # a rank whose every reader died waits forever: report it instead
             alive = set(client.scheduler_info().get("workers", {}))
@@ -149,15 +163,18 @@ def _distributed(client, fn, paths: List[str], bar: Bar, locality: bool) -> List
                 future.cancel()
                 pending.discard(future)
                 outcomes[futures[future]] = RankOutcome(
-                    futures[future], False, why=f"the worker(s) that could read it died ({', '.join(allowed[future])})")
+                    paths[futures[future]], False,
+                    why=f"the worker(s) that could read it died ({', '.join(allowed[future])})", lost=True)
                 bar.advance()
-    return [outcomes[p] for p in paths]
+    return [outcomes[at] for at in range(len(paths))]
 
 
-def _readers(client, paths: List[str]) -> Dict[str, List[str]]:
-    """rank folder → addresses of the workers that report they can read it."""
-    reports = client.run(_readable, paths)
-    return {path: [addr for addr, seen in reports.items() if seen[i]] for i, path in enumerate(paths)}
+def _readers(client, paths: List[Any]) -> Dict[Any, List[str]]:
+    """task's folder(s) → addresses of the workers that report they can read every one of them."""
+    folders = sorted({f for p in paths for f in _folders(p)})
+    reports = client.run(_readable, folders)
+    seen = {addr: {f for f, ok in zip(folders, report) if ok} for addr, report in reports.items()}
+    return {path: [addr for addr, mine in seen.items() if set(_folders(path)) <= mine] for path in paths}
 
 
 def _outcome(future, path: str) -> RankOutcome:
@@ -166,6 +183,7 @@ def _outcome(future, path: str) -> RankOutcome:
     except Exception as exc:  # the task's own error, or KilledWorker after its workers kept dying
         why = " ".join(str(exc).splitlines()) or exc.__class__.__name__
         if exc.__class__.__name__ == "KilledWorker":
-            why = "its worker died while running it (retried, then given up)"
+            return RankOutcome(path, False, why="its worker died while running it (retried, then given up)",
+                               lost=True)
         return RankOutcome(path, False, why=why)
     return RankOutcome(path, True, result["value"], worker=result["worker"])

@@ -36,9 +36,9 @@ def index_rank(path: str, cache: str) -> Dict[str, object]:
     if target.is_file() and idx.index_key(target) == key:
         return {"index": str(target), "built": False}
     Path(cache).mkdir(parents=True, exist_ok=True)
-    header, rows = idx.read_rows_json(source)
-    idx.write_index(rows, header, key, target)
-    return {"index": str(target), "built": True, "rows": len(rows)}
+    table = idx.read_json_table(source)
+    idx.write_index(table.rows, table.header, key, target, table.entries)
+    return {"index": str(target), "built": True, "rows": len(table.rows)}
 
 
 def index(

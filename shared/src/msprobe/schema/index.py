@@ -10,6 +10,10 @@ dot-separated: ``0``, ``1.2``, ``weight``), ``type``, ``dtype``, ``shape``, the 
 :data:`~msprobe.schema.dump.STAT_KEYS` as floats (None when absent), ``requires_grad``, ``md5`` (the checksum
 as written: CRC-32, ``0x`` xor checksum, or the JSON text of a 0-d tensor's value) and ``data_name``.
 
+Where it comes from: the dump writes it beside dump.json (``RankWriter(index=True)``, :func:`write_beside`);
+``msprobe index`` builds it for dumps without one into a cache folder. Readers take it through
+:func:`rank_table` / :func:`find_index` (``msprobe inspect``, ``overflow_check``).
+
 pyarrow is optional (the ``index`` extra): without it the JSON path works and asking for the index raises a
 one-line :class:`MsprobeError` saying what to install.
 """
@@ -19,7 +23,8 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .dump import STAT_KEYS, DumpFile, detect_framework, iter_records, load_dump, stat_value, validate_dump
 from .dump import _validate_record  # one check of a record, shared with dump.json's reader
@@ -29,8 +34,9 @@ from .jsonio import load_json
 
 INDEX_NAME = "dump.index.parquet"
 """The index the dump writes beside a rank's dump.json."""
-FORMAT = "msprobe-index/1"
-"""Written in the table's metadata; an index of another format is rebuilt, never misread."""
+FORMAT = "msprobe-index/2"
+"""Written in the table's metadata; an index of another format is rebuilt, never misread. Version 2 adds the
+names of every entry, in call order (an entry recording no tensor has no row but counts in a summary)."""
 TEXT_COLUMNS = ("entry", "direction", "path", "type", "dtype")
 COLUMNS = ("order",) + TEXT_COLUMNS + ("shape",) + STAT_KEYS + ("requires_grad", "md5", "data_name")
 INSTALL_HINT = "the statistics index needs pyarrow: pip install 'msprobe-shared[index]'"
@@ -73,9 +79,26 @@ def _row(order: int, name: str, trail: Tuple, record: Dict[str, Any]) -> Dict[st
     return row
 
 
+@dataclass
+class RankTable:
+    """One rank's statistics as a reader gets them, from its index or from dump.json (the same either way)."""
+
+    header: Dict[str, Any]
+    rows: List[Dict[str, Any]]
+    entries: List[str]
+    """Every entry's name in call order (an entry recording no tensor has no row)."""
+    indexed: bool = False
+    """Read from an index (not from dump.json)."""
+
+
 def rows_of_dump(dump: DumpFile) -> Iterator[Dict[str, Any]]:
     """The index's rows of a dump already read (and checked) from JSON, in call order."""
-    for order, (name, entry) in enumerate(dump.data.items()):
+    return rows_of_data(dump.data)
+
+
+def rows_of_data(data: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    """The index's rows of a dump's ``data`` object, in call order."""
+    for order, (name, entry) in enumerate(data.items()):
         for trail, record in iter_records(entry):
             yield _row(order, name, trail, record)
 
@@ -88,7 +111,7 @@ def source_file(rank_path: Path) -> Path:
 
 def source_key(path: PathLike) -> str:
     """``<size>-<blake2b of the bytes>``: what an index was built from (mtimes survive copies and lie)."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = _digest()
     size = 0
     try:
         with open(path, "rb") as handle:
@@ -100,18 +123,34 @@ def source_key(path: PathLike) -> str:
     return f"{size}-{digest.hexdigest()}"
 
 
+def bytes_key(blob: bytes) -> str:
+    """:func:`source_key` of a file holding ``blob`` (the writer keys the dump.json it has just written)."""
+    digest = _digest()
+    digest.update(blob)
+    return f"{len(blob)}-{digest.hexdigest()}"
+
+
+def _digest():
+    return hashlib.blake2b(digest_size=16)
+
+
 def read_rows_json(path: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """(header, rows) of a dump.json (or journal), checked as :func:`load_dump` checks it, in one pass."""
+    table = read_json_table(path)
+    return table.header, table.rows
+
+
+def read_json_table(path: PathLike) -> RankTable:
+    """:func:`read_rows_json`'s table, with the entries' names."""
     path = Path(path)
     if path.name != DUMP_NAME or journal_recorded(path.parent / JOURNAL_NAME):
         dump = load_dump(path.parent / DUMP_NAME if path.name == JOURNAL_NAME else path)
-        return dump.header(), list(rows_of_dump(dump))
+        return RankTable(dump.header(), list(rows_of_dump(dump)), list(dump.data))
     doc = load_json(path)
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict):
         validate_dump(doc, path)  # says what is wrong
-    head = validate_dump(dict(doc, data={}), path)  # the header's checks; entries are checked below
-    head.framework = detect_framework(doc)
+    head = _header_of(doc, path)  # the header's checks; entries are checked below
     rows: List[Dict[str, Any]] = []
     for order, (name, entry) in enumerate(data.items()):
         if not isinstance(entry, dict):
@@ -122,17 +161,26 @@ def read_rows_json(path: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]
                 rows.append(_row(order, name, trail, record))
         except RecursionError:
             raise SchemaError(path, f"data.{name}", "nested too deeply") from None
-    return head.header(), rows
+    return RankTable(head, rows, list(data))
 
 
-def write_index(rows: List[Dict[str, Any]], header: Dict[str, Any], key: str, out: PathLike) -> Path:
-    """Write rows as Parquet at ``out`` (atomically: a reader never sees half a table)."""
+def _header_of(doc: Dict[str, Any], path: PathLike) -> Dict[str, Any]:
+    """What :meth:`DumpFile.header` gives for this document (its header checked, its entries not)."""
+    head = validate_dump(dict(doc, data={}), path)
+    head.framework = detect_framework(doc)
+    return head.header()
+
+
+def write_index(rows: List[Dict[str, Any]], header: Dict[str, Any], key: str, out: PathLike,
+                entries: Sequence[str] = ()) -> Path:
+    """Write rows as Parquet at ``out`` (atomically: a reader never sees half a table); ``entries``: every
+    entry's name in call order."""
     pyarrow, parquet = pyarrow_modules()
     columns = {name: [row[name] for row in rows] for name in COLUMNS}
     types = {"order": pyarrow.int64(), "shape": pyarrow.list_(pyarrow.int64()), "requires_grad": pyarrow.bool_()}
     types.update({key_: pyarrow.float64() for key_ in STAT_KEYS})
     arrays = [pyarrow.array(columns[name], type=types.get(name, pyarrow.string())) for name in COLUMNS]
-    meta = {"format": FORMAT, "source": key, "header": json.dumps(header)}
+    meta = {"format": FORMAT, "source": key, "header": json.dumps(header), "entries": json.dumps(list(entries))}
     table = pyarrow.Table.from_arrays(arrays, names=list(COLUMNS)).replace_schema_metadata(meta)
     out = Path(out)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -155,6 +203,12 @@ def index_key(index: PathLike) -> Optional[str]:
 
 def read_index(index: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """(header, rows) of an index file, the same rows :func:`read_rows_json` gives for its source."""
+    table = read_index_table(index)
+    return table.header, table.rows
+
+
+def read_index_table(index: PathLike) -> RankTable:
+    """:func:`read_index`'s table, with the entries' names."""
     _, parquet = pyarrow_modules()
     try:
         table = parquet.read_table(index)
@@ -165,15 +219,28 @@ def read_index(index: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
         raise SchemaError(index, "format", f"expected {FORMAT}", meta.get(b"format"), has_got=True)
     header = json.loads(meta[b"header"])
     columns = [table.column(name).to_pylist() for name in COLUMNS]
-    return header, [dict(zip(COLUMNS, values)) for values in zip(*columns)]
+    rows = [dict(zip(COLUMNS, values)) for values in zip(*columns)]
+    return RankTable(header, rows, json.loads(meta[b"entries"]), indexed=True)
 
 
 def build_index(rank_path: PathLike, out: PathLike) -> Tuple[Path, int]:
     """Build the index of one rank directory into ``out``; (path, rows)."""
     source = source_file(Path(rank_path))
     key = source_key(source)
-    header, rows = read_rows_json(source)
-    return write_index(rows, header, key, out), len(rows)
+    table = read_json_table(source)
+    return write_index(table.rows, table.header, key, out, table.entries), len(table.rows)
+
+
+def write_beside(rank_dir: PathLike, dump_json: bytes) -> Optional[Path]:
+    """The dump's index of the dump.json it has just written (``dump_json``: its bytes), beside it; None,
+    writing nothing, where pyarrow is not installed (the index is an optional extra of the dump)."""
+    if not have_pyarrow():
+        return None
+    doc = json.loads(dump_json)
+    data = doc["data"]
+    out = Path(rank_dir) / INDEX_NAME
+    return write_index(list(rows_of_data(data)), _header_of(doc, out.with_name(DUMP_NAME)), bytes_key(dump_json),
+                       out, list(data))
 
 
 def cache_dir(cache: Optional[PathLike] = None) -> Path:
@@ -189,14 +256,33 @@ def cached_path(cache: PathLike, key: str) -> Path:
 
 
 def rank_rows(rank_path: PathLike, cache: Optional[PathLike] = None) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
-    """The one reader: (header, rows) of a rank directory, from a matching index when there is one
-    (beside dump.json, or in the ``cache`` folder), else from dump.json. An index of other bytes is never used."""
+    """(header, rows) of :func:`rank_table`."""
+    table = rank_table(rank_path, cache)
+    return table.header, table.rows
+
+
+def rank_table(rank_path: PathLike, cache: Optional[PathLike] = None) -> RankTable:
+    """The one reader: a rank directory's table, from a matching index when there is one (beside dump.json,
+    or in the ``cache`` folder), else from dump.json. An index of other bytes is never used."""
+    found = find_index(rank_path, cache)
+    return found if found is not None else read_json_table(source_file(Path(rank_path)))
+
+
+def find_index(rank_path: PathLike, cache: Optional[PathLike] = None) -> Optional[RankTable]:
+    """A rank directory's table from a matching index (beside dump.json, or in ``cache``); None when there is
+    none, or pyarrow is not installed."""
     rank_path = Path(rank_path)
-    source = source_file(rank_path)
     beside = rank_path / INDEX_NAME
-    if have_pyarrow() and (cache is not None or beside.is_file()):
-        key = source_key(source)
-        for index in (beside, cached_path(cache, key) if cache is not None else None):
-            if index is not None and index.is_file() and index_key(index) == key:
-                return read_index(index)
-    return read_rows_json(source)
+    if not have_pyarrow() or (cache is None and not beside.is_file()):
+        return None
+    key = source_key(source_file(rank_path))
+    for index in (beside, cached_path(cache, key) if cache is not None else None):
+        if index is not None and index.is_file() and index_key(index) == key:
+            return read_index_table(index)
+    return None
+
+
+def reader_cache() -> Optional[Path]:
+    """The cache folder ``msprobe index`` fills by default, for readers that look there (None: there is none)."""
+    folder = cache_dir()
+    return folder if folder.is_dir() else None
