@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
+
+from tests.support import cli
 
 SCRIPTS = Path(__file__).with_name("scripts")
 DUMP_TINY = SCRIPTS / "dump_tiny.py"
@@ -31,13 +35,38 @@ def make_dump(out: Path, task: str = "statistics", plant: bool = False, python: 
     return out
 
 
-def msprobe(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
-    """The installed ``msprobe`` command, as users run it."""
-    exe = Path(sys.executable).with_name("msprobe")
-    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=600,
-                          cwd=str(cwd) if cwd else None)
+def msprobe(*args: Union[str, Path], cwd: Optional[Path] = None) -> "subprocess.CompletedProcess[str]":
+    """The installed ``msprobe`` command (tests.support.cli), given the time a compare of real dumps takes."""
+    return cli.msprobe(*args, cwd=cwd, timeout=600)
 
 
 def read_csv(path: Path) -> List[Dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def renamed_copy(source: Path, dest: Path, replace: Dict[str, str], values: Optional[Dict[str, Any]] = None) -> Path:
+    """A copy of a real dump tree whose names say something else: every ``old`` in the keys and strings of its
+    JSON files (dump, construct, stack) becomes ``new``, as a dump from someone else's machine may name things;
+    ``values`` sets string arguments by row (``"Functional.gelu.1.forward.input.approximate"``)."""
+    shutil.copytree(source, dest)
+    for path in dest.rglob("*.json"):
+        doc = _replaced(json.loads(path.read_text(encoding="utf-8")), replace)
+        for row, value in (values or {}).items():
+            entry, _, key = row.rpartition(".input.")
+            if path.name == "dump.json" and entry in doc.get("data", {}):
+                doc["data"][entry]["input_kwargs"][key] = {"type": "str", "value": value}
+        path.write_text(json.dumps(doc), encoding="utf-8")
+    return dest
+
+
+def _replaced(value: Any, replace: Dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for old, new in replace.items():
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {_replaced(k, replace): _replaced(v, replace) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, replace) for v in value]
+    return value

@@ -5,13 +5,7 @@ import json
 import shutil
 
 from tests.compare.compare_helpers import msprobe
-
-
-def _one_line_error(done, *parts: str) -> None:
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stderr.startswith("msprobe: error: ") and done.stderr.count("\n") == 1, done.stderr
-    for part in parts:
-        assert part in done.stderr, done.stderr
+from tests.support.cli import assert_one_line_error
 
 
 def test_a_malformed_record_is_named_by_file_and_field(tiny_dumps, tmp_path):
@@ -22,16 +16,16 @@ def test_a_malformed_record_is_named_by_file_and_field(tiny_dumps, tmp_path):
     doc["data"]["Functional.gelu.0.forward"]["output"][0]["Max"] = {"oops": 1}
     dump_json.write_text(json.dumps(doc))
     done = msprobe("compare", "-tp", broken, "-gp", tiny_dumps["statistics"], "-o", tmp_path / "out")
-    _one_line_error(done, str(dump_json), "Functional.gelu.0.forward.output[0].Max")
+    assert_one_line_error(done, str(dump_json), "Functional.gelu.0.forward.output[0].Max")
 
 
 def test_paths_and_options(tiny_dumps, tmp_path):
     golden = tiny_dumps["statistics"]
-    _one_line_error(msprobe("compare", "-tp", tmp_path / "nowhere", "-gp", golden), "nowhere")
+    assert_one_line_error(msprobe("compare", "-tp", tmp_path / "nowhere", "-gp", golden), "nowhere")
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    _one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", a_file), "-o/--output")
-    _one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", tmp_path / "o", "--steps", "x"), "--steps")
-    _one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", tmp_path / "o", "--steps", "7"),
+    assert_one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", a_file), "-o/--output")
+    assert_one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", tmp_path / "o", "--steps", "x"), "--steps")
+    assert_one_line_error(msprobe("compare", "-tp", golden, "-gp", golden, "-o", tmp_path / "o", "--steps", "7"),
                     "nothing to compare", "step0: rank")
     assert not any((tmp_path / "o").glob("compare_result_*"))

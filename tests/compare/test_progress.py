@@ -1,15 +1,14 @@
 """A progress bar over the ranks, for a person at a terminal only; none with --quiet or through a pipe."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from msprobe.schema import RankWriter
+from tests.support.cli import MSPROBE
 from tests.support.terminal import on_a_terminal
 
-MSPROBE = Path(sys.executable).with_name("msprobe")
 RECORD = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": -1.0, "Mean": 0.0,
           "Norm": 1.4, "requires_grad": False}
 

@@ -38,8 +38,8 @@ def test_readme_commands(tmp_path):
     (shown,) = _blocks("text")
     for line in shown.strip().splitlines():
         assert line in done.stdout, (line, done.stdout)
-    assert (tmp_path / "compare_out" / "report.html").is_file()
-    assert len(list((tmp_path / "compare_out").glob("compare_result_rank_*.xlsx"))) == 1
+    assert (tmp_path / "msprobe_out" / "report.html").is_file()
+    assert len(list((tmp_path / "msprobe_out" / "compare").glob("compare_result_rank_*.xlsx"))) == 1
     done = _run(as_json, tmp_path)
     assert done.returncode == 1
     assert json.loads(done.stdout)["first_divergence"]["entry"] == "Functional.gelu.1.forward"

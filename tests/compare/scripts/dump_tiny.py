@@ -5,8 +5,10 @@ PLANT=tanh (layer 1's MLP uses tanh-approximate gelu: the planted divergence), P
 torchrun: plant on that rank only; gradients are all-reduced), TINY_MODEL (path of tiny_model.py, for an
 interpreter where the suite is not installed), DUMP_STEPS (steps to run).
 """
+import glob
 import importlib.util
 import os
+import shutil
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +34,9 @@ def plant(model):
 def main():
     tm = tiny_model_module()
     rank = None
+    if "WORLD_SIZE" not in os.environ:  # one process: a second run starts afresh (a dump never overwrites)
+        for step in glob.glob(os.path.join(glob.escape(os.environ["MSPROBE_OUT"]), "step*")):
+            shutil.rmtree(step)
     if "WORLD_SIZE" in os.environ:
         import torch.distributed as dist
         dist.init_process_group("gloo")

@@ -2,7 +2,8 @@
 tool which files are acceptable and how they are read.
 
 A file is accepted when ``data_name`` is a plain file name, the file is a regular, non-empty file, not cut short
-(a ``.pt`` ends with its zip end record, a ``.npy`` starts with its magic), and it lies inside the rank
+(a ``.pt`` ends with its zip end record and its pickle names only a tensor's parts, a ``.npy`` starts with its
+magic), and it lies inside the rank
 directory once symbolic links are resolved: a dump from someone else's machine must not make a tool read
 ``/etc/shadow``. Reading: ``.npy`` through numpy without pickles, ``.pt`` through ``torch.load(...,
 weights_only=True)`` (only tensors, no code). The checks import no framework; numpy and torch are imported
@@ -11,6 +12,9 @@ only when a file is read, torch only for ``.pt`` files.
 from __future__ import annotations
 
 import os
+import pickletools
+import re
+import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,6 +26,12 @@ _NPY_MAGIC = b"\x93NUMPY"
 _TAIL = 1 << 16
 """Bytes read from a ``.pt`` file's end to find its zip end record (the record and its comment fit)."""
 SUFFIXES = (".pt", ".npy")
+_MAX_PICKLE = 1 << 20
+"""Bytes of a ``.pt`` file's pickle looked at: a tensor's is a few hundred."""
+_TENSOR_GLOBALS = re.compile(r"^(torch\._utils _rebuild_(tensor_v[23]|parameter)|collections OrderedDict|"
+                             r"torch [A-Za-z0-9]*Storage|torch\.storage UntypedStorage|torch (u?int\d*|float\d*|bfloat16|half|double|bool|long|"
+                             r"short|complex\d+|cfloat|cdouble|chalf|float8_\w+))$")
+"""The pickle globals of ``torch.save(tensor)``: what ``torch.load(weights_only=True)`` reads as a tensor."""
 
 
 class TensorFileError(MsprobeError):
@@ -58,9 +68,30 @@ def tensor_file_problem(tensor_dir: PathLike, name: str) -> Optional[str]:
             if name.endswith(".npy"):
                 return None if handle.read(len(_NPY_MAGIC)) == _NPY_MAGIC else "not a .npy file"
             handle.seek(max(size - _TAIL, 0))
-            return None if _ZIP_END in handle.read() else "cut short (no zip end record)"
+            if _ZIP_END not in handle.read():
+                return "cut short (no zip end record)"
+            return _pickle_problem(handle)
     except OSError as exc:
         return f"unreadable ({exc.strerror})"
+
+
+def _pickle_problem(handle) -> Optional[str]:
+    """What in a ``.pt`` file's pickle is not a tensor's (a global such as ``posix system``), without running
+    it: every tool then accepts the files compare's ``torch.load(weights_only=True)`` reads, and no other."""
+    try:
+        with zipfile.ZipFile(handle) as archive:
+            pickles = [info for info in archive.infolist() if info.filename.endswith("/data.pkl")]
+            if len(pickles) != 1 or pickles[0].file_size > _MAX_PICKLE:
+                return "cannot be read as a tensor (not one torch.save archive of a tensor)"
+            data = archive.read(pickles[0])
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name == "STACK_GLOBAL" or (opcode.name in ("GLOBAL", "INST") and
+                                                 not _TENSOR_GLOBALS.match(str(arg))):
+                named = f" {str(arg).replace(' ', '.')}" if arg else ""
+                return f"cannot be read as a tensor (its pickle calls{named or ' a global'}, not a tensor's parts)"
+    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        return f"cannot be read as a tensor ({type(exc).__name__})"
+    return None
 
 
 def _inside(path: Path, root: Path) -> bool:

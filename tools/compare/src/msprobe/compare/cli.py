@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from msprobe.cli.dask_ranks import JOBS_HELP, SCHEDULER_HELP
 from msprobe.cli.progress import QUIET_HELP
 
 from .config import CompareConfig
@@ -33,15 +34,19 @@ def compare(
     mapping: Optional[Path] = typer.Option(None, "--mapping", "-am", "--api_mapping", "-lm", "--layer_mapping",
                                            help="Name mapping YAML (ours, or msprobe's api/layer mapping)."),
     xlsx: bool = typer.Option(True, "--xlsx/--no-xlsx", help="Write the styled .xlsx beside each CSV."),
-    workers: int = typer.Option(1, "-j", "--workers", min=1, max=64, help="Ranks compared in parallel."),
+    workers: int = typer.Option(1, "-j", "--workers", min=1, max=64, help=JOBS_HELP),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    force_csv: bool = typer.Option(False, "--csv", help="Write each rank's CSV even above 200,000 rows "
+                                   "(where its full table is otherwise written as Parquet)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
     statistics: bool = typer.Option(False, "--statistics",
                                     help="Compare tensor dumps by their statistics; read no tensor file."),
 ) -> int:
-    """Compare two dumps rank by rank and name the first API whose inputs agree but whose outputs do not."""
+    """Compare two dumps rank by rank and name where they first diverge (origin, parameter or inherited)."""
     config = CompareConfig(output_dir=output, steps=_tuple(parse_numbers(steps, "--steps")),
                            ranks=_tuple(parse_numbers(ranks, "--ranks")), mapping_file=mapping, xlsx=xlsx,
-                           html=html, workers=workers, quiet=quiet, statistics=statistics)
+                           html=html, workers=workers, quiet=quiet, statistics=statistics, scheduler=scheduler,
+                           force_csv=force_csv)
     result = run_compare(target, golden, config)
     if html is not None:
         from .html import write_html
@@ -67,7 +72,7 @@ def _report(result: CompareRun, config: CompareConfig) -> None:
         typer.echo(f"{rank.where}: {rank.matched_entries}/{rank.entries} entries matched, {rank.rows} rows "
                    f"({counts['pass']} pass, {counts['warning']} warning, {counts['error']} error, "
                    f"{counts['N/A']} unmatched), "
-                   f"mode {rank.mode} -> {rank.files['csv']}")
+                   f"mode {rank.mode} -> {rank.files.get('csv') or rank.files['table']}")
         if rank.mode_note:
             typer.echo(f"  note: {rank.mode_note}")
         if rank.unmatched_golden or rank.unmatched_target:

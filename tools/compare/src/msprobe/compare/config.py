@@ -51,7 +51,15 @@ class CompareConfig:
     stack: bool = True
     """Fill ``NPU_Stack_Info`` (the first row of each entry) from stack.json."""
     workers: int = 1
-    """Processes comparing ranks in parallel."""
+    """Local Dask worker processes comparing ranks in parallel (1: in this process)."""
+    scheduler: Optional[str] = None
+    """A Dask scheduler's address: rank pairs run on its workers, each on one that reads both sides (None:
+    ``$DASK_SCHEDULER_ADDRESS``, else local)."""
+    table_max_rows: int = 200_000
+    """Rows above which a rank's full table is written in columnar form (Parquet), not as CSV (the summary
+    holds what a person reads at that scale)."""
+    force_csv: bool = False
+    """Write the CSV however many rows a rank has (``--csv``)."""
     quiet: bool = False
     """No progress bar over the ranks (it shows only on a terminal anyway)."""
     max_tensor_bytes: int = 2 << 30

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from msprobe.cli.progress import track
+from msprobe.cli.dask_ranks import run_ranks
+from msprobe.schema import MsprobeError
 from msprobe.schema.compare_result import result_file_name
 
 from .config import CompareConfig
@@ -84,12 +84,12 @@ def run_compare(target: Path, golden: Path, config: CompareConfig) -> CompareRun
         several_steps = len({t.step for t, _ in pairs}) > 1
         per_rank = entries_per_rank(len(pairs))
         jobs = [(pair, config, mapping, folder, timestamp, several_steps, per_rank) for pair in pairs]
-        if config.workers > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=min(config.workers, len(jobs))) as pool:
-                futures = [pool.submit(_compare_job, job) for job in jobs]
-                reports = [future.result() for future in track(futures, "compare", config.quiet)]
-        else:
-            reports = [_compare_job(job) for job in track(jobs, "compare", config.quiet)]
+        # one Dask task per rank pair, run where both sides can be read; only results travel
+        outcomes = run_ranks(_compare_job, [(str(t.path), str(g.path)) for t, g in pairs], "compare",
+                             jobs=min(config.workers, max(1, len(jobs))), scheduler=config.scheduler,
+                             quiet=config.quiet, items=jobs)
+        _refuse_incomplete(outcomes)
+        reports = [outcome.value for outcome in outcomes]
         ranks = [r[0] for r in reports]
         first = _earliest(ranks)
         summary = _summary(target, golden, config, ranks, first)
@@ -97,8 +97,20 @@ def run_compare(target: Path, golden: Path, config: CompareConfig) -> CompareRun
     return CompareRun(ranks=ranks, first=first, summary=summary, views=[r[1] for r in reports], summary_path=path)
 
 
+def _refuse_incomplete(outcomes) -> None:
+    """A rank pair not compared (a broken dump, no worker reading both sides, workers that died) fails the
+    run, naming it: the summary never claims a rank it did not compare."""
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        first = failed[0]
+        why = f"{first.path[0]} vs {first.path[1]}: not compared: {first.why}" if first.lost else first.why
+        more = f" (and {len(failed) - 1} more rank pair(s) not compared)" if len(failed) > 1 else ""
+        raise MsprobeError(why + more)
+
+
 def _compare_job(job) -> tuple:
     (t_rank, g_rank), config, mapping, folder, timestamp, several_steps, per_rank = job
+    folder.mkdir(parents=True, exist_ok=True)  # (on a cluster: the -o folder of this worker's node)
     comparison = compare_rank(t_rank, g_rank, config, mapping)
     return _write_rank(comparison, config, folder, timestamp, several_steps, per_rank)
 
@@ -109,7 +121,12 @@ def _write_rank(comparison: RankComparison, config: CompareConfig, folder: Path,
     step = comparison.step if several_steps else None
     # a proc<pid> directory is msprobe 26.2's name for a run that is not distributed: "rank", as ours
     name = result_file_name(comparison.rank, timestamp, ".csv", step)
-    files = {"csv": str(write_csv(folder, name, comparison.mode, comparison.rows))}
+    if len(comparison.rows) > config.table_max_rows and not config.force_csv:
+        from .columnar import write_table  # pyarrow only when a table that size is written
+
+        files = {"table": str(write_table(folder, name[:-4] + ".parquet", comparison.mode, comparison.rows))}
+    else:
+        files = {"csv": str(write_csv(folder, name, comparison.mode, comparison.rows))}
     if config.xlsx and len(comparison.rows) <= config.xlsx_max_rows:
         from .xlsx import write_xlsx  # openpyxl only when a workbook is written
 

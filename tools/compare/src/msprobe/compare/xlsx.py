@@ -5,6 +5,7 @@ string is a string cell, never a formula: a dump's argument ``"=HYPERLINK(...)"`
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, List
 
@@ -22,6 +23,11 @@ RED, YELLOW = "FFC7CE", "FFEB9C"
 _FILLS = {ERROR: RED, DIFFERENT: RED, WARNING: YELLOW}
 MAX_CELL_TEXT = 32_000
 """Excel's limit is 32,767 characters per cell: longer stacks are cut."""
+# XML cannot hold most control characters (openpyxl refuses the cell) and turns a bare CR into LF: OOXML writes
+# them as _xHHHH_, and a literal "_xHHHH_" in the text as "_x005F_xHHHH_", so a dump's string reads back as it was
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+_ESCAPE_LIKE = re.compile(r"_(x[0-9A-Fa-f]{4}_)")
+_NEEDS_ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1f]|_x[0-9A-Fa-f]{4}_")
 
 
 def write_xlsx(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
@@ -44,8 +50,12 @@ def write_xlsx(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path
 
 
 def _text(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > MAX_CELL_TEXT:
-        return value[:MAX_CELL_TEXT] + "..."
+    if not isinstance(value, str):
+        return value
+    if len(value) > MAX_CELL_TEXT:
+        value = value[:MAX_CELL_TEXT] + "..."
+    if _NEEDS_ESCAPE.search(value):
+        value = _CONTROL.sub(lambda m: f"_x{ord(m.group()):04X}_", _ESCAPE_LIKE.sub(r"_x005F_\1", value))
     return value
 
 

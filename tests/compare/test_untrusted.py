@@ -1,0 +1,108 @@
+"""Dumps from someone else's machine (issue 40): their strings stay text in the CSV and the workbook, and a tensor
+comparison whose tensor files are missing, cut short, outside the dump or holding code is an error naming the
+file (exit 2, one line, no -o folder left), not a pass; ``--statistics`` compares such dumps by statistics."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from openpyxl import load_workbook
+from openpyxl.utils.escape import unescape
+
+from tests.compare.compare_helpers import PLANTED_API, msprobe, read_csv, renamed_copy
+
+# what a spreadsheet would run, or read as a formula, if the cell were not neutralised
+FORMULAS = {"link": '=HYPERLINK("http://127.0.0.1:9/leak","click")', "sum": "=1+1", "plus": "+1+1",
+            "at": "@SUM(A1:A2)", "minus": "-2+3", "tab": "\t=1+1", "cr": "\r=1+1",
+            "control": "\x01=1+1", "escape_like": "_x0041_=1+1"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_string_arguments_stay_text_in_csv_and_xlsx(tiny_dumps, tmp_path):
+    values = {f"{PLANTED_API}.input.{key}": value for key, value in FORMULAS.items()}
+    target = renamed_copy(tiny_dumps["statistics_planted"], tmp_path / "target", {}, values)
+    done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["statistics"], "-o", tmp_path / "out")
+    assert done.returncode == 1, done.stderr
+    (csv_path,) = (tmp_path / "out").glob("compare_result_*.csv")
+    rows = read_csv(csv_path)
+    shown = {r["NPU Name"]: r for r in rows}
+    for key, value in FORMULAS.items():
+        neutralised = "'" + value if value.startswith(FORMULA_START) else value
+        assert shown[f"{PLANTED_API}.input.{key}"]["NPU max"] == neutralised
+    for row in rows:
+        for cell in row.values():
+            if cell.startswith(FORMULA_START):
+                float(cell)  # only a number may start like a formula ("-1.5", "-inf")
+    sheet = load_workbook(csv_path.with_suffix(".xlsx"))["compare_result"]
+    header = [c.value for c in sheet[1]]
+    cells = {}
+    for line in sheet.iter_rows(min_row=2):
+        assert all(c.data_type != "f" for c in line), [c.value for c in line if c.data_type == "f"]
+        cells[line[0].value] = line[header.index("NPU max")].value
+    for key, value in FORMULAS.items():
+        # the string itself, as text: Excel reads _xHHHH_ as that character (ECMA-376 ST_Xstring), which is how XML
+        # holds a control character or a bare CR; openpyxl leaves the escape as it is
+        assert unescape(cells[f"{PLANTED_API}.input.{key}"]) == value
+
+
+class _RunsCode:
+    """What a hostile ``.pt`` holds: unpickling it calls os.system."""
+
+    def __reduce__(self):
+        return os.system, ("touch PWNED",)
+
+
+def _link_dir_to_etc(files: Path, name: str) -> None:
+    shutil.rmtree(files)
+    files.symlink_to("/etc")
+
+
+def _delete(files: Path, name: str) -> None:
+    (files / name).unlink()
+
+
+def _truncate(files: Path, name: str) -> None:
+    data = (files / name).read_bytes()
+    (files / name).write_bytes(data[: len(data) // 2])
+
+
+def _link_to_shadow(files: Path, name: str) -> None:
+    (files / name).unlink()
+    (files / name).symlink_to("/etc/shadow")
+
+
+def _pickled_code(files: Path, name: str) -> None:
+    torch.save(_RunsCode(), files / name)
+
+
+DAMAGE = {"tensor folder linked to /etc": (_link_dir_to_etc, "missing"),
+          "file deleted": (_delete, "missing"), "file cut short": (_truncate, "cut short"),
+          "file linked to /etc/shadow": (_link_to_shadow, "resolves outside the dump (to /etc/shadow)"),
+          "pickle running code": (_pickled_code, "cannot be read as a tensor")}
+DAMAGED = f"{PLANTED_API}.output.0.pt"
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_tensor_comparison_that_cannot_read_a_tensor_is_an_error(tiny_dumps, tmp_path, damage):
+    target = tmp_path / "target"
+    shutil.copytree(tiny_dumps["tensor"], target)
+    files = target / "step0" / "rank" / "dump_tensor_data"
+    damage_it, problem = DAMAGE[damage]
+    damage_it(files, DAMAGED)
+    out = tmp_path / "out"
+    done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["tensor"], "-o", out, cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    # the folder linked away loses every file: the first one read is named
+    named = f"{files}/" if damage == "tensor folder linked to /etc" else f"{files / DAMAGED}: {problem}"
+    assert done.stderr.startswith(f"msprobe: error: {named}") and done.stderr.count("\n") == 1, done.stderr
+    assert problem in done.stderr
+    assert not out.exists() and not (tmp_path / "PWNED").exists()
+    inspected = msprobe("inspect", target)  # every tool rejects what compare rejects (the pickle: unread, not run)
+    assert inspected.returncode == 2 and problem in inspected.stderr, inspected.stderr
+    # asked for statistics, the same dumps compare (and agree): no tensor file is read
+    done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["tensor"], "-o", out, "--statistics", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "compared by statistics, as asked" in done.stdout and not (tmp_path / "PWNED").exists()
