@@ -138,7 +138,7 @@ def main() -> None:
 def run(args: argparse.Namespace, work: Path) -> None:
     target, golden = make_tree(work, args.ranks, args.entries)
     ours_cmd = [str(Path(sys.executable).with_name("msprobe")), "compare", "-tp", str(target), "-gp", str(golden),
-                "-o", str(work / "ours"), "--no-xlsx", "-j", str(args.workers)]
+                "-o", str(work / "ours"), "--no-xlsx", "--csv", "-j", str(args.workers)]  # CSV at every size, as msprobe
     seconds, rss, code = measure(ours_cmd, work)
     print(f"{args.ranks} ranks x {args.entries} entries ({args.entries * 3} rows per rank), {args.workers} workers")
     print(f"ours:           {seconds:8.1f} s  {seconds / args.ranks:6.2f} s/rank  peak RSS {rss:7.0f} MiB  exit {code}")

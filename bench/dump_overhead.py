@@ -1,20 +1,22 @@
 """Dump overhead on the built-in transformer: median step-time ratio against no dump.
 
-    python bench/dump_overhead.py [--steps 20] [--model tiny|large|llama] [--device cpu|cuda] [--repeat 1]
-                                  [--upstream-python /tmp/msprobe-upstream/bin/python] [--msadapter]
+    python bench/dump_overhead.py [--steps 20] [--model tiny|large|llama|llama-small] [--device cpu|cuda] [--repeat 1]
+                                  [--upstream 26.2.0 | --upstream-python /tmp/msprobe-upstream/bin/python] [--msadapter]
 
 Models: ``tiny`` embedding + 2 blocks (d=64, 4 heads, MLP 256), batch 8x32 (per-call costs dominate);
 ``large`` 4 blocks of d=512, 8 heads, MLP 2048, batch 4x128 (~0.5-1 s a step on one CPU thread: reading each
 tensor once dominates); ``llama`` a realistic HF ``transformers`` Llama built from its config (random weights,
 no download): hidden 512, 4 layers, 8 heads with 4 key/value heads (GQA), MLP 1376, vocabulary 8000, batch
-4x128 (model code nobody here wrote: RMSNorm, rotary embeddings, SDPA attention, the HF loss); on
-``--device cuda`` 8 blocks of d=1024, 16 heads, MLP 4096, batch 8x512. AdamW;
+4x128 (model code nobody here wrote: RMSNorm, rotary embeddings, SDPA attention, the HF loss);
+``llama-small`` the same at hidden 64, 2 layers, vocabulary 512, batch 2x32 (a check that it all runs, as the
+tests make it: its figures mean little); on ``--device cuda`` 8 blocks of d=1024, 16 heads, MLP 4096, batch
+8x512. AdamW;
 CPU runs use 1 thread. start() before the forward,
 stop() + step() after the optimizer. Each mode runs in a fresh worker process that alternates no-dump
 and dumped steps, so every ratio compares steps taken under the same machine load. The no-dump steps
 train a second copy of the model (same seed): hooks a debugger keeps on its model between dumped steps
 (ours, when the next step is dumped too; upstream's, always) never run in them. All modes (and
-upstream msprobe's, with --upstream-python) are measured in this one run. Ratios printed: wall time
+upstream msprobe's, with --upstream or --upstream-python) are measured in this one run. Ratios printed: wall time
 of the step as the training loop sees it (``step()`` returns while the background writer still writes
 files; what the targets are compared with), process CPU time of that step (all threads), and
 "all-in": the wall time until the step's files are on disk. The background work of a dumped step is
@@ -56,6 +58,7 @@ MODES = {  # label: (task, level, summary_mode, dumped)
     "statistics L1+md5": ("statistics", "L1", "md5", True),
     "tensor L1": ("tensor", "L1", "statistics", True),
     "statistics L1 async": ("statistics", "L1", "statistics", True),
+    "flight_recorder": ("flight_recorder", "L0", "statistics", True),  # the ring: written only when it fires
 }
 ASYNC = {"statistics L1 async"}
 """Modes run with ``async_dump: true`` (files finished on the background thread); the others as msprobe's
@@ -65,9 +68,11 @@ TARGETS = {"tiny": {"not dumped": 1.03}, "large": {"not dumped": 1.03, "statisti
 SIZES = {"tiny": dict(layers=2, d=64, heads=4, hidden=256, batch=8, seq=32),
          "large": dict(layers=4, d=512, heads=8, hidden=2048, batch=4, seq=128),
          "cuda": dict(layers=8, d=1024, heads=16, hidden=4096, batch=8, seq=512),
-         "llama": dict(batch=4, seq=128)}
-LLAMA = dict(vocab_size=8000, hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
-             num_key_value_heads=4, max_position_embeddings=256)
+         "llama": dict(batch=4, seq=128), "llama-small": dict(batch=2, seq=32)}
+LLAMAS = {"llama": dict(vocab_size=8000, hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+                        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256),
+          "llama-small": dict(vocab_size=512, hidden_size=64, intermediate_size=172, num_hidden_layers=2,
+                              num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=64)}
 """(a vocabulary of 8000 keeps the logits, 4 x 128 x 8000, within the one-pass statistics kernels' 4M elements)"""
 HBM_BYTES_PER_S = {"NVIDIA H200": 4.8e12, "NVIDIA H100": 3.35e12, "NVIDIA A100": 2.0e12}
 
@@ -81,17 +86,18 @@ def _tiny_model():
 
 
 class _Llama:
-    """The ``llama`` model, behind the tiny model's interface (``TinyTransformer``, ``make_batch``, ``train_step``)."""
+    """A ``llama`` model, behind the tiny model's interface (``TinyTransformer``, ``make_batch``, ``train_step``)."""
 
-    @staticmethod
-    def TinyTransformer(**size):
+    def __init__(self, config: dict) -> None:
+        self.config = config
+
+    def TinyTransformer(self, **size):
         from transformers import LlamaConfig, LlamaForCausalLM
-        return LlamaForCausalLM(LlamaConfig(**LLAMA))
+        return LlamaForCausalLM(LlamaConfig(**self.config))
 
-    @staticmethod
-    def make_batch(batch, seq, device="cpu"):
+    def make_batch(self, batch, seq, device="cpu"):
         import torch
-        tokens = torch.randint(0, LLAMA["vocab_size"], (batch, seq), generator=torch.Generator().manual_seed(0))
+        tokens = torch.randint(0, self.config["vocab_size"], (batch, seq), generator=torch.Generator().manual_seed(0))
         return tokens.to(device), tokens.to(device)
 
     @staticmethod
@@ -109,7 +115,7 @@ def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> 
     torch.set_num_threads(1)
     from msprobe.pytorch import PrecisionDebugger
 
-    tiny = _Llama if model_name == "llama" else _tiny_model()
+    tiny = _Llama(LLAMAS[model_name]) if model_name in LLAMAS else _tiny_model()
     size = dict(SIZES["cuda" if device == "cuda" else model_name])
     batch, seq = size.pop("batch"), size.pop("seq")
     task, level, summary, dumped = MODES[label]
@@ -310,6 +316,13 @@ def _file_system(path: Path) -> str:
     return max(above, key=lambda mount: len(mount[0]))[1] if above else "file system unknown"
 
 
+def _upstream_python(version: str) -> Path:
+    sys.path.insert(0, str(REPO))
+    from tests.support.upstream_msprobe import upstream_python
+
+    return upstream_python(version)
+
+
 def upstream_version(python: str):
     code = "import msprobe.pytorch, importlib.metadata as m; print(m.version('mindstudio-probe'))"
     try:
@@ -324,13 +337,16 @@ def upstream_version(python: str):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="measured steps per mode (more: less noise)")
-    parser.add_argument("--model", choices=["tiny", "large", "llama"], default="tiny",
+    parser.add_argument("--model", choices=["tiny", "large", "llama", "llama-small"], default="tiny",
                         help="tiny: per-call costs dominate; large: ~0.5-1 s a CPU step, reading tensors dominates; "
-                        "llama: HF transformers' Llama, hidden 512, 4 layers, batch 4x128")
+                        "llama: HF transformers' Llama, hidden 512, 4 layers, batch 4x128; llama-small: the same at "
+                        "hidden 64, 2 layers, batch 2x32 (a quick check)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cuda: a d=1024, 8-layer model, batch 8x512, on the GPU")
     parser.add_argument("--modes", help="comma-separated modes to run (default: all)")
     parser.add_argument("--upstream-python", help="python of a venv with mindstudio-probe (e.g. 26.2.0) and torch")
+    parser.add_argument("--upstream", metavar="VERSION", help="msprobe VERSION (26.2.0) from its throwaway venv "
+                        "(tests/support/upstream_msprobe.py, made on first use), in place of --upstream-python")
     parser.add_argument("--repeat", type=int, default=1,
                         help="workers per mode and side, taken in turns; each figure printed is their median")
     parser.add_argument("--dump-dir", help="where the workers write their dumps (default: the system's temporary "
@@ -349,6 +365,8 @@ def main() -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return 0
+    if args.upstream:
+        args.upstream_python = str(_upstream_python(args.upstream))
     version, why = (upstream_version(args.upstream_python) if args.upstream_python
                     else (None, "no --upstream-python given"))
     creates_before = create_cost(args.dump_dir)

@@ -4,7 +4,8 @@
 #   bench/cuda_check.py: the dump on the GPU against the same run on the CPU, and the device
 #     synchronizations a dumped step adds (L0, L1, mix);
 #   bench/dump_overhead.py --device cuda: step-time ratios, the statistics' share of HBM bandwidth and the
-#     synchronizations per step (the tensor mode is left out: gigabytes a step).
+#     synchronizations per step (the tensor mode is left out: gigabytes a step), and the flight recorder's
+#     row (its ring: one non-blocking copy a step, no file unless a detector fires).
 # Exit 1 when a check fails; every check runs either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,6 @@ for level in L0 L1 mix; do
     python3 bench/cuda_check.py --level "$level" 2>&1 | tee -a "$out/cuda_check.txt" || status=1
 done
 python3 bench/dump_overhead.py --device cuda --steps 10 \
-    --modes "statistics L0,statistics L1,statistics mix,statistics L1+md5,statistics L1 async" 2>&1 \
+    --modes "statistics L0,statistics L1,statistics mix,statistics L1+md5,statistics L1 async,flight_recorder" 2>&1 \
     | tee "$out/bench_cuda.txt" || status=1
 exit $status

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.checkout import copy_of_the_tree
+from tests.support.cli import MSPROBE
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -30,22 +31,61 @@ def test_readme_shows_the_two_commands_and_ci_runs_the_test_one():
     assert "./dev test" in ci.splitlines()[-1]
 
 
+def untracked() -> set:
+    """Files of the checkout git neither tracks nor ignores: what a command left for `git status` to show."""
+    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout
+    return {line[3:] for line in listed.splitlines() if line.startswith("??")}
+
+
 @pytest.mark.slow
 def test_demo_command_and_the_commands_after_it():
+    """Run in the checkout, as a newcomer runs them: they work, and leave nothing git would show (their outputs go
+    to ignored folders; a copy of the tree would not do, the point is this checkout's .gitignore)."""
+    before = untracked()
     env = dict(os.environ, MSPROBE_VENV=sys.prefix)
     demo = subprocess.run(["./dev", "demo"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "summary:" in demo.stdout and "parts ran" in demo.stdout
     assert (REPO / "msprobe_demo" / "dump").is_dir()
-    bindir = Path(sys.prefix) / "bin"
+    said = {}
     for command in readme_commands():
         if not command.startswith(".venv/bin/msprobe"):
             continue
         args = command.split()
-        args[0] = str(bindir / "msprobe")
+        args[0] = str(MSPROBE)
         result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, (command, result.stderr)
         assert result.stdout.strip(), command
+        said[args[1]] = result.stdout
+    # the overflow the demo made, not a dump whose only inf values are masks
+    assert "overflow started on the single" in said["overflow_check"] or "overflow started on rank" in said[
+        "overflow_check"], said["overflow_check"]
+    assert "Torch.exp.0.forward" in said["overflow_check"], said["overflow_check"]
+    assert untracked() == before
+
+
+# READMEs of this area whose examples must write only under ignored folders (tools/compare/README.md: its owner's)
+EXAMPLE_READMES = ("README.md", "tools/overflow/README.md", "tools/config_check/README.md",
+                   "tools/ckpt_compare/README.md", "tools/dump/README.md", "tools/compare/README.md")
+
+
+def test_every_output_a_readme_example_writes_is_ignored_by_git():
+    """`-o`/`--output` of every command shown (and the positional pack of the torchrun line) in an ignored folder:
+    outputs like tp1_vs_tp2pp2.json or demo_out/ in the repository root showed up in `git status`."""
+    outputs = []
+    for name in EXAMPLE_READMES:
+        text = (REPO / name).read_text()
+        for block in re.findall(r"```(?:bash|shell)\n(.*?)```", text, flags=re.S):
+            for line in block.splitlines():
+                words = shlex.split(line.split(" #", 1)[0]) if line.strip() else []
+                outputs += [(name, words[i + 1]) for i, word in enumerate(words[:-1]) if word in ("-o", "--output")]
+                outputs += [(name, word) for word in words if word.endswith(".zip") and "-c" not in words]
+    assert len(outputs) >= 12, outputs
+    shown = [path for _, path in outputs]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *shown], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert [(readme, path) for readme, path in outputs if path not in ignored] == []
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ import os
 import pty
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ import torch
 from msprobe.ckpt_compare import writer
 from msprobe.ckpt_compare.compare import run
 from msprobe.ckpt_compare.options import CompareOptions
+from tests.support.cli import MSPROBE, msprobe
 
 TIGHT = [CompareOptions(progress=False, span_bytes=4096, workers=3, readahead_bytes=8192),
          CompareOptions(progress=False, span_bytes=100, workers=1)]  # below one row: one row per span
@@ -66,20 +66,20 @@ def test_comparison_and_demo_without_torch(layouts, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(out.read_text())) == 43 and "worst cos: 1.000000" in done.stdout
-    demo = _NO_TORCH + ("from msprobe.ckpt_compare.demo import run; from msprobe.cli.demo import DemoContext; "
-                        "print(run(DemoContext(out_dir=sys.argv[1], framework=None)))")
+    # its demo part without torch: the demo's runner skips it as every part (tests/shared/test_demo.py)
+    demo = _NO_TORCH + ("from msprobe.ckpt_compare.demo import run; from msprobe.cli.demo import DemoContext, "
+                        "_run_part; print(_run_part(DemoContext(out_dir=sys.argv[1], framework=None), 'c', run))")
     done = subprocess.run([sys.executable, "-c", demo, str(tmp_path / "demo")], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["  skipped: torch is not installed (pip install './tools/ckpt_compare[demo]')",
-                                        "None"]
+    assert done.stdout.splitlines() == ["  skipped: torch is not installed (pip install torch)", "skipped"]
 
 
 def _on_terminal(*argv: str) -> str:
     """stderr of the msprobe command when stderr is a terminal (a pseudo-terminal here)."""
     leader, follower = pty.openpty()
     env = dict(os.environ, TERM="xterm", COLUMNS="120")
-    done = subprocess.Popen([str(Path(sys.executable).with_name("msprobe")), *argv], stderr=follower,
+    done = subprocess.Popen([str(MSPROBE), *argv], stderr=follower,
                             stdout=subprocess.DEVNULL, env=env)
     os.close(follower)
     chunks = []
@@ -101,6 +101,5 @@ def test_progress_bar_on_a_terminal_only(layouts, tmp_path):
     shown = _on_terminal(*argv, "-o", str(tmp_path / "a.json"))
     assert "comparing" in shown and "100%" in shown and "\x1b[" in shown
     assert "comparing" not in _on_terminal(*argv, "-o", str(tmp_path / "b.json"), "--quiet")
-    piped = subprocess.run([str(Path(sys.executable).with_name("msprobe")), *argv, "-o", str(tmp_path / "c.json")],
-                           capture_output=True, text=True, timeout=300)
+    piped = msprobe(*argv, "-o", tmp_path / "c.json")
     assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout

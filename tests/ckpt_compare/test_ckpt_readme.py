@@ -38,10 +38,10 @@ def test_readme_commands(tmp_path):
     for line in shown.strip().splitlines():
         if "..." not in line:
             assert line in out, (line, out)
-    data = json.loads((tmp_path / "tp1_vs_tp2pp2.json").read_text())
+    data = json.loads((tmp_path / "msprobe_out" / "tp1_vs_tp2pp2.json").read_text())
     assert len(data) == 27 and data["decoder.layers.0.input_layernorm.weight"]["cos"] == 1.0
     _run(mindspore, tmp_path)
-    assert json.loads((tmp_path / "ckpt_similarity.json").read_text()) == data  # default -o
+    assert json.loads((tmp_path / "msprobe_out" / "iter10_vs_iter20.json").read_text()) == data
     report = _run(bench, REPO).stdout
     assert re.search(r"cold: cat .* read ratio \d+\.\d+; peak RSS \d+ MiB = \d+\.\d+x largest parameter", report)
     assert re.search(r"cold read ratio: median \d+\.\d+ \(min \d+\.\d+, max \d+\.\d+, 3 runs\)", report)

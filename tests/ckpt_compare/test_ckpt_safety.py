@@ -157,8 +157,8 @@ def test_sparse_tensor_is_named_and_nesting_is_bounded(layouts, cli, tmp_path):
 
 
 def test_shared_children_are_counted_each_time_they_are_walked(layouts, cli, tmp_path):
-    """40 levels of ``{"a": node, "b": node}`` sharing one child: 2 KB on disk, 2**40 paths (issue 40: 24 s,
-    2.9 GB and a MemoryError before). Refused in one line, at once."""
+    """40 levels of ``{"a": node, "b": node}`` sharing one child: 2 KB on disk, 2**40 paths, which no
+    walk finishes (nor fits in memory). Refused in one line, at once."""
     odd = shutil.copytree(layouts["core_tp1"], tmp_path / "odd")
     shard = odd / "iter_0000005" / "mp_rank_00" / "model_optim_rng.pt"
     node = {"weight": torch.ones(2)}

@@ -2,27 +2,17 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import openpyxl
+
+from tests.support.cli import error_lines, msprobe  # noqa: F401 (the config_check tests take them from here)
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
 BIN = Path(sys.executable).parent
-
-
-def msprobe(*args: str, cwd: Optional[Path] = None,
-            env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "msprobe"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
-
-
-def error_lines(stderr: str) -> List[str]:
-    """What the command said, less other tools' plugin-loading warnings (the tree is shared)."""
-    return [line for line in stderr.strip().splitlines() if not line.startswith("msprobe: warning: cannot load")]
 
 
 def summary(result_dir: Path) -> Dict[str, str]:

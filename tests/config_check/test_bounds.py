@@ -80,8 +80,7 @@ def test_environment_that_is_not_utf8(tmp_path):
     """env $'X=\\xff' msprobe -f pytorch config_check -d train.sh -o p.zip, and ConfigChecker(...)"""
     (tmp_path / "train.sh").write_text("torchrun train.py --lr 0.1\n")
     env = _bytes_env(X=b"\xff", Y=b"caf\xc3\xa9 \xfe", MY_TOKEN=b"\xffsecret")
-    done = subprocess.run([str(BIN / "msprobe"), "-f", "pytorch", "config_check", "-d", "train.sh", "-o", "p.zip"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = msprobe("-f", "pytorch", "config_check", "-d", "train.sh", "-o", "p.zip", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     stored = json.loads(zipfile.ZipFile(tmp_path / "p.zip").read("env"))
     assert stored["X"] == "\\xff" and stored["Y"] == "café \\xfe"  # the bytes, readable, nothing lost

@@ -123,3 +123,19 @@ def test_dynamic_repack_replaces_the_old_pack(tmp_path):
     pack = load_pack(tmp_path / "p.zip")
     assert sorted(pack.raw) == ["env", "pip"] and pack.duplicates == 0
     assert not (tmp_path / ".p.zip.parts").exists()
+
+
+def test_a_pack_holds_what_its_launch_script_exports(tmp_path, monkeypatch):
+    """The pack's env is the training's: the packing shell's environment as the script changes it for its launch
+    commands (exports, `env NAME=value` and `NAME=value` prefixes, unset), $NAME expanded from either."""
+    from msprobe.core.config_check.collect import static_entries
+
+    script = tmp_path / "train.sh"
+    script.write_text(MEGATRON_SCRIPT + "NCCL_ALGO=Tree\nexport NCCL_ALGO\nexport PATH=/opt/cann/bin:$PATH\n"
+                      "unset LEFT_OVER\nenv HCCL_DETERMINISTIC=true torchrun pretrain_gpt.py --lr 1\n"
+                      "NOT_LAUNCH=1 echo done\n")
+    environ = {"PATH": "/usr/bin", "LEFT_OVER": "1", "NCCL_ALGO": "Ring", "HOME": "/root"}
+    env = json.loads(static_entries([script], Masker(), environ)["env"])
+    assert env == {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "HCCL_DETERMINISTIC": "true", "HOME": "/root",
+                   "NCCL_ALGO": "Tree", "PATH": "/opt/cann/bin:/usr/bin"}, env
+    assert json.loads(static_entries([], Masker(), environ)["env"]) == environ  # no script: the shell's own

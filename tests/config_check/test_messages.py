@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 
-from cc_helpers import BIN, msprobe, sheet_rows, summary, summary_detail
+from cc_helpers import msprobe, sheet_rows, summary, summary_detail
 from test_compare import STATS, make_pack
 
 from msprobe.core.config_check.compare import compare_packs
+from tests.support.cli import MSPROBE
 from tests.support.terminal import on_a_terminal
 
 
@@ -57,7 +58,7 @@ def test_progress_only_on_a_terminal_and_not_with_quiet(tmp_path):
     weights = {(step, 0): {"w": STATS} for step in range(50)}
     make_pack(tmp_path / "a.zip", weights=weights)
     make_pack(tmp_path / "b.zip", weights=weights)
-    command = [BIN / "msprobe", "config_check", "-c", "a.zip", "b.zip", "-o", "out"]
+    command = [MSPROBE, "config_check", "-c", "a.zip", "b.zip", "-o", "out"]
     code, shown = on_a_terminal(command, tmp_path)
     assert code == 0 and "reading a.zip" in shown and "writing the report" in shown, shown
     code, shown = on_a_terminal(command + ["--quiet"], tmp_path)

@@ -23,11 +23,12 @@ def test_readme_commands(tmp_path):
     for command in commands:
         done = run_shown(command, tmp_path, env=clean_env(HF_TOKEN="hf-readme-secret"), timeout=600)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-    masks = [json.loads(zipfile.ZipFile(tmp_path / name).read("env"))["HF_TOKEN"]
+    out = tmp_path / "msprobe_out"  # every output in the one folder .gitignore names
+    masks = [json.loads(zipfile.ZipFile(out / name).read("env"))["HF_TOKEN"]
              for name in ("keyed_a.zip", "keyed_b.zip", "bench_pack.zip")]
     assert masks[0] == masks[1] != masks[2] and "hf-readme-secret" not in "".join(masks)
-    assert summary(tmp_path / "config_check_result")["weights"] == "error"  # collected on one side only
-    assert set(summary(tmp_path / "ci_result").values()) == {"pass", "none"}
-    assert (tmp_path / "demo_out" / "config_check" / "config_check_result" / "result.xlsx").is_file()
-    demo = summary(tmp_path / "demo_out" / "config_check" / "config_check_result")
+    assert summary(out / "config_check_result")["weights"] == "error"  # collected on one side only
+    assert set(summary(out / "ci_result").values()) == {"pass", "none"}
+    assert (tmp_path / "msprobe_demo" / "config_check" / "config_check_result" / "result.xlsx").is_file()
+    demo = summary(tmp_path / "msprobe_demo" / "config_check" / "config_check_result")
     assert demo["env"] == demo["hyperparameters"] == "error" and demo["pip"] == "pass"

@@ -4,9 +4,9 @@ parameter after the last one (test_observer_models.py compares them byte for byt
 
     python observer_run.py SPEC.json OUT.json        (under torchrun: OUT.json gets the rank's number)
 
-SPEC: {"model": one of MODELS, "modes": [{"level", "task", "summary_mode", "async_dump", "all_apis"}...], "autocast":
-bool, "checkpointing": bool, "ddp": bool}. Every run starts from the same weights, with the same batches and
-the same seeds (dropout draws the same masks), so any difference is the dump's.
+SPEC: {"model": one of MODELS, "modes": [{"level", "task", "summary_mode", "async_dump", "all_apis", "nested"}...],
+"autocast": bool, "checkpointing": bool, "ddp": bool}. Every run starts from the same weights, with the same
+batches and the same seeds (dropout draws the same masks), so any difference is the dump's.
 Models come from small configs with random weights (no download).
 """
 from __future__ import annotations
@@ -137,7 +137,8 @@ def train(build: Callable, weights, loss_of: Callable, batches, spec: Dict[str, 
         block = {"summary_mode": mode["summary_mode"]} if mode.get("summary_mode") else {}
         config.write_text(json.dumps({"task": task, "level": mode["level"], "dump_path": str(work / "dump"),
                                       "async_dump": bool(mode.get("async_dump")), task: block,
-                                      "record_all_apis": bool(mode.get("all_apis"))}))
+                                      "record_all_apis": bool(mode.get("all_apis")),
+                                      "record_nested": bool(mode.get("nested"))}))
         debugger = PrecisionDebugger(config_path=str(config))
     torch.manual_seed(1)  # dropout's masks, the same in every run
     autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if spec.get("autocast") else contextlib.nullcontext
@@ -166,7 +167,7 @@ def train(build: Callable, weights, loss_of: Callable, batches, spec: Dict[str, 
 
 def _label(mode) -> str:
     return "undumped" if mode is None else "-".join(str(mode.get(k)) for k in ("task", "level", "summary_mode",
-                                                                                "async_dump", "all_apis"))
+                                                                                "async_dump", "all_apis", "nested"))
 
 
 def main(spec_path: str, out_path: str) -> None:

@@ -70,14 +70,20 @@ def dump_one_sin(debugger) -> None:
     debugger.step()
 
 
+def files_of(folder) -> dict:
+    """Every file under ``folder`` (relative path: bytes) and every folder (relative path: None)."""
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
 def test_other_ranks_of_this_run_may_have_begun(tmp_path):
     earlier_run(tmp_path / "dump", rank=1, hours_ago=0)  # another process of this run, started with this one
-    theirs = (tmp_path / "dump" / "step0" / "rank1" / "dump.json").read_bytes()
+    theirs = files_of(tmp_path / "dump" / "step0" / "rank1")
+    assert "dump.json" in theirs
     dump_one_sin(PrecisionDebugger(task="statistics", level="L1", dump_path=str(tmp_path / "dump")))
     ranks = {rank.path.name: rank for rank in find_rank_dirs(tmp_path / "dump")}
     assert sorted(ranks) == ["rank", "rank1"]  # this process (no rank: not distributed) beside rank 1
     assert "Torch.sin.0.forward" in ranks["rank"].load().dump.data
-    assert (tmp_path / "dump" / "step0" / "rank1" / "dump.json").read_bytes() == theirs
+    assert files_of(tmp_path / "dump" / "step0" / "rank1") == theirs
 
 
 def test_other_files_and_empty_step_folders_are_no_dump(tmp_path):
@@ -85,8 +91,10 @@ def test_other_files_and_empty_step_folders_are_no_dump(tmp_path):
     (tmp_path / "dump" / "notes.txt").write_text("mine")
     dump_one_sin(PrecisionDebugger(task="statistics", level="L1", dump_path=str(tmp_path / "dump")))
     assert (tmp_path / "dump" / "notes.txt").read_text() == "mine"
+    opened_ahead = tmp_path / "dump" / "step0" / "rank0"
+    assert opened_ahead.is_dir() and files_of(opened_ahead) == {}  # still there, still empty
     [rank] = find_rank_dirs(tmp_path / "dump")
-    assert "Torch.sin.0.forward" in rank.load().dump.data
+    assert rank.path.name == "rank" and "Torch.sin.0.forward" in rank.load().dump.data
 
 
 def test_a_second_debugger_of_the_same_script_writes_on(tmp_path):

@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.support.ci import imported
 from tests.support.upstream_msprobe import make_upstream_dump
 
 SCRIPT = Path(__file__).with_name("hf_one_step.py")
@@ -27,10 +28,10 @@ GAPS = re.compile(r"^Module\.model\.(Llama|Mixtral)Model\.backward\.|^Functional
 the backward of a module returning a ModelOutput and of a dropout with p = 0, which returns its argument."""
 
 
-def _ours(level: str, out: Path) -> Path:
+def _ours(level: str, out: Path, script: Path = SCRIPT) -> Path:
     out.mkdir(parents=True)
     env = dict(os.environ, MSPROBE_OUT=str(out), DUMP_LEVEL=level, OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, str(SCRIPT)], cwd=str(out), env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(script)], cwd=str(out), env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return out
@@ -43,7 +44,7 @@ def _upstream(level: str, out: Path) -> Path:
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Dict[tuple, Path]:
     """(tool, level) -> the dump root of that run (``step0`` Llama, ``step1`` Mixtral)."""
-    pytest.importorskip("transformers")
+    imported("transformers", module=False)
     root = tmp_path_factory.mktemp("parity")
     with ThreadPoolExecutor(max_workers=6) as pool:
         jobs = {(tool, level): pool.submit(make, level, root / tool / level)
@@ -133,6 +134,24 @@ def test_cross_entropy_backward_on_a_tiny_example(tmp_path) -> None:
     assert grad["Max"] != pytest.approx(nll_input_grad.max().item())
 
 
+def test_reflected_operators_record_what_msprobe_records(tmp_path) -> None:
+    """``1 / x`` (torch's ``Tensor.__rtruediv__``, Python code msprobe does not wrap) is recorded as msprobe
+    26.2.0 records it, by the APIs its body calls: ``Tensor.reciprocal`` then ``Tensor.__mul__``; ``5 // x``
+    as ``Torch.floor_divide``, ``x.__rmatmul__(m)`` as ``Torch.matmul``; the shifts as nothing."""
+    script = Path(__file__).with_name("reflected_ops.py")
+    ours = _ours("L1", tmp_path / "ours", script)
+    theirs = make_upstream_dump("26.2.0", script, tmp_path / "msprobe", env={"OMP_NUM_THREADS": "1"})
+    recorded = {tool: json.loads(next(root.glob("step0/*/dump.json")).read_text())["data"]
+                for tool, root in (("ours", ours), ("msprobe", theirs))}
+    assert sorted(recorded["ours"]) == sorted(recorded["msprobe"])
+    assert {"Tensor.reciprocal.0.forward", "Tensor.__mul__.0.backward", "Torch.floor_divide.0.forward",
+            "Torch.matmul.0.backward"} <= set(recorded["ours"])
+    for name in ("Tensor.reciprocal.0.forward", "Tensor.__mul__.0.forward", "Torch.matmul.0.forward"):
+        ours_args, their_args = (recorded[tool][name]["input_args"] for tool in ("ours", "msprobe"))
+        assert [(a.get("shape"), a.get("Max"), a.get("Min"), a.get("value")) for a in ours_args] == \
+            [(a.get("shape"), a.get("Max"), a.get("Min"), a.get("value")) for a in their_args], name
+
+
 def _families(tmp_path, **options) -> set:
     """The API families one small computation records with ``options`` in config.json."""
     from msprobe.pytorch import PrecisionDebugger
@@ -168,7 +187,8 @@ def test_which_apis_each_option_records(tmp_path, options, recorded, left_out) -
 
 
 def test_operators_are_put_back_after_the_window(tmp_path) -> None:
-    before = {name: torch.Tensor.__dict__.get(name) for name in ("__add__", "__neg__", "__iadd__", "__pow__")}
+    before = {name: torch.Tensor.__dict__.get(name) for name in ("__add__", "__neg__", "__iadd__", "__pow__",
+                                                             "__rtruediv__", "__rfloordiv__")}
     _families(tmp_path)
     assert {name: torch.Tensor.__dict__.get(name) for name in before} == before
     assert (torch.ones(2) + 1).tolist() == [2.0, 2.0]

@@ -15,8 +15,8 @@ from msprobe.dump import writer as writer_module
 from msprobe.dump.writer import TensorFileWriter
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs, iter_records
+from tests.support.cli import assert_one_line_error, msprobe
 
-MSPROBE = str(Path(sys.executable).parent / "msprobe")
 
 KILLED_MIDWAY = r"""
 import builtins, os, sys, threading, torch
@@ -58,10 +58,10 @@ def test_a_kill_while_writing_leaves_no_partial_file_and_inspect_says_what_is_mi
     """Files of 1.6 MB: written by the writer thread, behind the records naming them."""
     dump = tmp_path / "dump"
     assert _killed_while_writing(dump, 640)
-    inspect = subprocess.run([MSPROBE, "inspect", str(dump)], capture_output=True, text=True, timeout=120)
-    assert inspect.returncode == 2 and "tensor files missing or unreadable:" in inspect.stdout
-    assert inspect.stderr.startswith("msprobe: error: ") and inspect.stderr.count("\n") == 1
-    assert "tensor file(s) named in dump.json missing or unreadable, first " in inspect.stderr
+    inspect = msprobe("inspect", dump)
+    assert_one_line_error(inspect, "tensor file(s) named in dump.json missing or unreadable, first ")
+    assert f"first {dump}/step0/rank/dump_tensor_data/" in inspect.stderr, inspect.stderr  # the file's own path
+    assert "tensor files missing or unreadable:" in inspect.stdout
 
 
 def test_a_kill_while_the_hook_writes_a_small_file_leaves_every_recorded_entry_whole(tmp_path):
@@ -69,7 +69,7 @@ def test_a_kill_while_the_hook_writes_a_small_file_leaves_every_recorded_entry_w
     process dies is not in the journal, and every file the journal names is there."""
     dump = tmp_path / "dump"
     assert _killed_while_writing(dump, 64)
-    inspect = subprocess.run([MSPROBE, "inspect", str(dump)], capture_output=True, text=True, timeout=120)
+    inspect = msprobe("inspect", dump)
     assert inspect.returncode == 0, inspect.stdout + inspect.stderr
     # matmul, tanh, matmul recorded; the second tanh died writing its output
     assert "entries=3 forward=3" in inspect.stdout and "tensors=8" in inspect.stdout, inspect.stdout
@@ -93,10 +93,10 @@ def test_inspect_names_a_cut_tensor_file(tmp_path):
     torch.sin(torch.ones(3))
     debugger.stop()
     debugger.step()
-    assert subprocess.run([MSPROBE, "inspect", str(tmp_path / "dump")], capture_output=True).returncode == 0
+    assert msprobe("inspect", tmp_path / "dump").returncode == 0
     victim = sorted((tmp_path / "dump" / "step0" / "rank" / "dump_tensor_data").iterdir())[0]
     victim.write_bytes(victim.read_bytes()[:100])
-    inspect = subprocess.run([MSPROBE, "inspect", str(tmp_path / "dump")], capture_output=True, text=True)
+    inspect = msprobe("inspect", tmp_path / "dump")
     assert inspect.returncode == 2
     assert f"{victim.name}: cut short (no zip end record)" in inspect.stdout
 
@@ -115,10 +115,10 @@ def test_meta_and_sparse_tensors_are_recorded_without_a_file(tmp_path):
     assert meta["shape"] == [3, 4] and meta["dtype"] == "torch.float32" and meta["data_name"] is None
     assert meta["note"] == "meta tensor: no data, no file written"
     assert sparse["shape"] == [3, 3] and sparse["data_name"] is None
-    assert sparse["note"] == "sparse_coo tensor on cpu: no file written"
+    assert sparse["note"] == "sparse_coo tensor on cpu: statistics of its dense form, no file written"
     named = {record["data_name"] for entry in data.values() for _, record in iter_records(entry)}
     assert {p.name for p in rank.tensor_dir.iterdir()} == named - {None}
-    assert subprocess.run([MSPROBE, "inspect", str(tmp_path / "dump")], capture_output=True).returncode == 0
+    assert msprobe("inspect", tmp_path / "dump").returncode == 0
 
 
 def test_a_slow_disk_holds_the_training_back_with_one_note(monkeypatch, capfd):

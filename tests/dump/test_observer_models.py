@@ -2,9 +2,10 @@
 same bytes as without it: every loss, every gradient of every step, every parameter after the last step.
 
 Models from small configs with random weights (``observer_run.py``): HF Llama (GQA) in every task, level,
-summary mode and async_dump setting, and with the wider API set (``record_all_apis``, which records the
-``Tensor.to`` that once reordered Llama's gradients); Mixtral, Qwen2-MoE, GPT2, BERT, T5 and a megatron-core
-GPT at L0, L1 and mix; Llama under bf16 autocast, with gradient checkpointing, and under 2-rank DDP (gloo).
+summary mode and async_dump setting, with the wider API set (``record_all_apis``, which records the
+``Tensor.to`` that once reordered Llama's gradients) and with ``record_nested``; Mixtral, Qwen2-MoE, GPT2,
+BERT, T5 and a megatron-core GPT at L0, L1 and mix; Llama under bf16 autocast, with gradient checkpointing,
+and under 2-rank DDP (gloo).
 Each spec runs its undumped reference once and all its modes in one process; the specs run two at a time.
 """
 from __future__ import annotations
@@ -19,14 +20,16 @@ from typing import Any, Dict, List
 
 import pytest
 
+from tests.support.ci import imported
 from tests.support.torchrun import two_ranks
 
 RUN = Path(__file__).with_name("observer_run.py")
 LEVELS = ("L0", "L1", "mix")
 TASKS = ({"task": "statistics"}, {"task": "tensor"}, {"task": "statistics", "summary_mode": "md5"},
-         {"task": "overflow_check"})
+         {"task": "statistics", "summary_mode": "xor"}, {"task": "overflow_check"})
 LLAMA_MODES = [dict(task, level=level, async_dump=on) for level in LEVELS for task in TASKS for on in (False, True)]
-LLAMA_MODES += [{"task": "statistics", "level": level, "all_apis": True} for level in ("L1", "mix")]
+LLAMA_MODES += [{"task": "statistics", "level": level, option: True} for option in ("all_apis", "nested")
+                for level in ("L1", "mix")]
 STATISTICS = [{"task": "statistics", "level": level} for level in LEVELS]
 MODELS = ("mixtral", "qwen2_moe", "gpt2", "bert", "t5", "megatron_gpt")
 SPECS: Dict[str, Dict[str, Any]] = {
@@ -40,7 +43,7 @@ SPECS: Dict[str, Dict[str, Any]] = {
 
 def label(mode: Dict[str, Any]) -> str:
     """observer_run.py's name of a run."""
-    return "-".join(str(mode.get(k)) for k in ("task", "level", "summary_mode", "async_dump", "all_apis"))
+    return "-".join(str(mode.get(k)) for k in ("task", "level", "summary_mode", "async_dump", "all_apis", "nested"))
 
 
 def _run(name: str, work: Path) -> List[Dict[str, Any]]:
@@ -62,7 +65,7 @@ def _run(name: str, work: Path) -> List[Dict[str, Any]]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Dict[str, Any]:
     """spec name -> its runs, or the exception that stopped them (raised by the tests of that spec)."""
-    pytest.importorskip("transformers")
+    imported("transformers", module=False)
     root = tmp_path_factory.mktemp("observer")
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {name: pool.submit(_run, name, root / name) for name in SPECS}

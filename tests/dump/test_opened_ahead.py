@@ -16,6 +16,9 @@ from msprobe.dump import ahead
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.schema import find_rank_dirs
 from msprobe.schema.journal import journal_recorded
+from msprobe.schema.index import INDEX_NAME, have_pyarrow
+
+INDEXED = [INDEX_NAME] if have_pyarrow() else []  # the dump's index, where its extra is installed
 
 
 def _async_debugger(dump_dir, level, **extra):
@@ -55,7 +58,7 @@ def test_the_next_steps_directory_is_ready_before_it_starts_and_used(dump_dir):
     _step(debugger, model, x)
     debugger.flush()
     assert opened is not None and opened._taken and opened._writer is None  # handed out, not opened again
-    assert _files(dump_dir / "step1" / "rank") == ["construct.json", "dump.json", "stack.json"]
+    assert _files(dump_dir / "step1" / "rank") == sorted(["construct.json", "dump.json", "stack.json"] + INDEXED)
     assert _entries(dump_dir / "step1" / "rank").keys() == _entries(dump_dir / "step0" / "rank").keys()
     assert not (dump_dir / "step2").exists()  # not a recorded step: nothing opened
 
@@ -76,7 +79,7 @@ def test_a_first_entry_before_the_background_thread_opens_its_own(dump_dir):
     debugger.flush()
     rank_dir = dump_dir / "step1" / "rank"
     assert opened.rank_dir == str(rank_dir) and opened._taken and opened._made == []  # never opened
-    assert _files(rank_dir) == ["construct.json", "dump.json", "stack.json"]  # one writer, finished
+    assert _files(rank_dir) == sorted(["construct.json", "dump.json", "stack.json"] + INDEXED)  # one writer, finished
     assert _entries(rank_dir).keys() == _entries(dump_dir / "step0" / "rank").keys()
 
 

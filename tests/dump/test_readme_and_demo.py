@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from msprobe.schema import find_rank_dirs
+from tests.support.cli import MSPROBE
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "tools" / "dump" / "README.md"
-BIN = Path(sys.executable).parent
 
 
 def _pytorch_part():
@@ -40,7 +40,7 @@ def _argv(command):
     if argv[0] == "python":
         argv[0] = sys.executable
     elif argv[0] in ("pip", "msprobe"):
-        argv = [sys.executable, "-m", "pip"] + argv[1:] if argv[0] == "pip" else [str(BIN / "msprobe")] + argv[1:]
+        argv = [sys.executable, "-m", "pip"] + argv[1:] if argv[0] == "pip" else [str(MSPROBE)] + argv[1:]
     return argv
 
 
@@ -87,7 +87,7 @@ def test_readme_command(tmp_path, command):
 @pytest.mark.slow
 @pytest.mark.msadapter  # bench/dump_overhead.py measures MSAdapter too where `just services` built its rootfs
 def test_readme_bench_commands():
-    overhead, breakdown = [c for c in _commands() if c.startswith("python bench")]
+    overhead, breakdown = [c for c in _commands() if c.startswith("python bench") and "--model" not in c]
     out = _run(_argv(overhead), REPO, timeout=1200)
     assert "statistics L1" in out and "tensor L1" in out
     assert re.search(r"^dump directory: /\S* \(\w+\); a file create there: \d+ us before the workers, \d+ us "
@@ -96,6 +96,23 @@ def test_readme_bench_commands():
     variants = {line[:16].strip(): float(line[16:].split("x")[0]) for line in lines[2:]}
     assert list(variants) == ["full", "no statistics", "no stacks", "no journal", "no gates", "all off"]
     assert all(ratio > 0.5 for ratio in variants.values())
+
+
+@pytest.mark.slow
+def test_readme_llama_bench_command():
+    """The realistic-model row's command, run at ``llama-small`` for one step of one mode (the README's figures
+    come from the full size): ours and msprobe 26.2.0 measured in the same run, on the same entries."""
+    (command,) = [c for c in _commands() if c.startswith("python bench") and "--model llama" in c]
+    argv = _argv(command)
+    argv[argv.index("--model") + 1] = "llama-small"
+    argv[argv.index("--steps") + 1] = "1"
+    lines = _run(argv + ["--modes", "statistics L1"], REPO, timeout=900).splitlines()
+    assert lines[0].startswith("llama-small transformer, CPU, 1 thread; no-dump step ")
+    assert "msprobe 26.2.0" in lines[1] and not [line for line in lines if "not measured" in line]
+    # ours: ratio, stats, cpu, all-in, b2b, entries/step, bytes/step; msprobe's: ratio, faster, less add, cpu...
+    words = next(line for line in lines if line.startswith("statistics L1")).split()[2:]
+    ours, theirs = float(words[0].rstrip("x")), float(words[7].rstrip("x"))
+    assert ours > 0.5 and theirs > 0.5 and float(words[5]) == float(words[12]) > 0  # the same entries a step
 
 
 def test_demo_part_returns_the_dump_path(tmp_path):

@@ -9,6 +9,9 @@ import torch
 import torch.nn as nn
 
 from msprobe.pytorch import PrecisionDebugger
+from msprobe.schema.index import INDEX_NAME, have_pyarrow
+
+INDEXED = [INDEX_NAME] if have_pyarrow() else []  # the dump's index, where its extra is installed
 
 
 def _debugger(tmp_path, task, asynchronous):
@@ -30,7 +33,7 @@ def test_files_are_on_disk_when_step_returns(tmp_path, task):
         debugger.step()
         rank = tmp_path / "dump" / f"step{step}" / "rank"
         # right after step(), before any flush(): what a script written for msprobe reads
-        assert sorted(p.name for p in rank.iterdir() if p.is_file()) == ["construct.json", "dump.json", "stack.json"]
+        assert sorted(p.name for p in rank.iterdir() if p.is_file()) == sorted(["construct.json", "dump.json", "stack.json"] + INDEXED)
         data = json.loads((rank / "dump.json").read_text())["data"]
         assert "Module.0.Linear.forward.0" in data and "Functional.linear.0.backward" in data
         if task == "tensor":
@@ -49,4 +52,4 @@ def test_async_dump_finishes_the_files_on_the_background_thread(tmp_path):
     debugger.step()
     debugger.flush()
     rank = tmp_path / "dump" / "step0" / "rank"
-    assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "stack.json"]
+    assert sorted(p.name for p in rank.iterdir()) == sorted(["construct.json", "dump.json", "stack.json"] + INDEXED)

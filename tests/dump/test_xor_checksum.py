@@ -4,8 +4,6 @@ host path and the device path (run here on the CPU), and read by ``msprobe inspe
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +12,8 @@ import torch
 
 from msprobe.pytorch import PrecisionDebugger, checksum, stats
 from msprobe.schema import MsprobeError, find_rank_dirs, iter_records
+from tests.support.cli import msprobe
 
-MSPROBE = str(Path(sys.executable).parent / "msprobe")
 
 
 def numpy_xor(t: torch.Tensor) -> str:
@@ -88,11 +86,10 @@ def test_a_xor_dump_holds_msprobes_records(tmp_path):
 
 def test_inspect_and_overflow_check_read_a_xor_dump(tmp_path):
     dump = xor_dump(tmp_path)
-    inspect = subprocess.run([MSPROBE, "inspect", str(dump)], capture_output=True, text=True, timeout=120)
+    inspect = msprobe("inspect", dump)
     assert inspect.returncode == 0, inspect.stderr
     assert ", 0 with inf/nan" in inspect.stdout
-    overflow = subprocess.run([MSPROBE, "overflow_check", "-i", str(dump), "-o", str(tmp_path / "out")],
-                              capture_output=True, text=True, timeout=120)
+    overflow = msprobe("overflow_check", "-i", dump, "-o", tmp_path / "out")
     assert overflow.returncode == 0, overflow.stderr
 
 

@@ -11,8 +11,11 @@ from mindspore import mint, nn, ops
 
 from msprobe.mindspore import PrecisionDebugger
 from msprobe.schema import MsprobeError, SchemaError
+from msprobe.schema.index import INDEX_NAME, have_pyarrow
 
 from ms_dump_checks import check_dump_against_npy, entries, finish, grad_array, inspect_ok, names
+
+INDEXED = [INDEX_NAME] if have_pyarrow() else []  # the dump's index, where its extra is installed
 
 
 class Net(nn.Cell):
@@ -301,5 +304,5 @@ def test_files_are_on_disk_when_step_returns(tmp_path):
     debugger.stop()
     debugger.step()
     rank = tmp_path / "dump" / "step0" / "rank"
-    assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "stack.json"]
+    assert sorted(p.name for p in rank.iterdir()) == sorted(["construct.json", "dump.json", "stack.json"] + INDEXED)
     assert json.loads((rank / "dump.json").read_text())["data"]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ms_dump_checks import inspect_ok
+from tests.support.cli import msprobe
 from tests.support.readme import code_blocks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,17 +22,12 @@ def _blocks(kind: str):
     return code_blocks(_section(), kind)
 
 
-def _msprobe() -> str:
-    return str(Path(sys.executable).with_name("msprobe"))
-
-
 def test_python_example_and_inspect(tmp_path):
     (tmp_path / "example.py").write_text(_blocks("python")[0])
     done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _blocks("bash")[0].strip() == "msprobe inspect ./msprobe_out/dump_path"
-    done = subprocess.run([_msprobe(), "inspect", "./msprobe_out/dump_path"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    done = msprobe("inspect", "./msprobe_out/dump_path", cwd=tmp_path)
     assert done.returncode == 0 and "framework: mindspore" in done.stdout, done.stdout + done.stderr
 
 
@@ -45,7 +41,7 @@ def test_api_list_check_command():
 def test_demo_command(tmp_path):
     command = _blocks("bash")[2].strip().split()
     assert command[:4] == ["msprobe", "-f", "mindspore", "demo"]
-    done = subprocess.run([_msprobe()] + command[1:], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = msprobe(*command[1:], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[dump_mindspore]" in done.stdout and "statistics mix dump of 2 steps" in done.stdout
     inspect_ok(tmp_path / "msprobe_demo" / "dump_mindspore")

@@ -38,7 +38,9 @@ def test_doc_example_runs_and_writes_the_documented_tree(py39, tmp_path):
     dump = tmp_path / "dump_path"
     for step in range(3):
         rank = dump / f"step{step}" / "rank"
-        assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "dump_tensor_data",
+        # (the statistics index beside dump.json, where the py39 venv has pyarrow, is checked in tests/dump)
+        assert sorted(p.name for p in rank.iterdir() if p.name != "dump.index.parquet") == [
+            "construct.json", "dump.json", "dump_tensor_data",
                                                           "stack.json"]
     doc = json.loads((dump / "step0" / "rank" / "dump.json").read_text())
     assert doc["framework"] == "mindtorch"

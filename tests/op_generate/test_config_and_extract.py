@@ -11,6 +11,7 @@ import pytest
 from msprobe.schema import stream as stream_module
 from msprobe.op_generate import extract_api, load_extracted
 from msprobe.schema import RankWriter
+from tests.support.cli import assert_one_line_error
 
 
 
@@ -74,7 +75,7 @@ def test_no_overwrite_without_force_and_python_dash_m(tmp_path, torch_dump, cli)
     script = tmp_path / "new" / "dir" / "Torch.matmul.0.forward.py"
     script.write_text("# edited by hand\n")
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 2 and "--force" in again.stderr and again.stderr.count("\n") == 1
+    assert_one_line_error(again, "--force")
     assert script.read_text() == "# edited by hand\n"
     forced = subprocess.run(command + ["--force"], capture_output=True, text=True, timeout=120)
     assert forced.returncode == 0 and "Torch.matmul.0" in script.read_text()

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.cli import MSPROBE
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "tools" / "op_generate" / "README.md").read_text()
-PROGRAMS = {"python": sys.executable, "msprobe": str(Path(sys.executable).parent / "msprobe")}
+PROGRAMS = {"python": sys.executable, "msprobe": str(MSPROBE)}
 
 
 def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import msprobe
 from tests.support.torchrun import two_ranks
 
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
 
 
 def _torchrun(tmp_path: Path, task: str) -> Path:
@@ -23,8 +21,7 @@ def _torchrun(tmp_path: Path, task: str) -> Path:
 @pytest.mark.parametrize("task", ["statistics", "overflow_check"])
 def test_analysis_names_rank_1(tmp_path, task):
     dump = _torchrun(tmp_path, task)
-    proc = subprocess.run([str(BIN / "msprobe"), "overflow_check", "-i", str(dump / "step0"), "-o", "out"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = msprobe("overflow_check", "-i", dump / "step0", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "overflow started on rank1 at Torch.exp.0.forward" in proc.stdout, proc.stdout
     [report] = (tmp_path / "out").glob("anomaly_analyze_*.json")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
@@ -14,13 +13,7 @@ from msprobe.overflow import analyze_dump, write_reports
 from msprobe.pytorch import PrecisionDebugger, seed_all
 from msprobe.pytorch.tiny_model import TinyTransformer, make_batch, train_step
 from overflow_builders import api, write_rank
-
-MSPROBE = str(Path(sys.executable).with_name("msprobe"))
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([MSPROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-
+from tests.support.cli import MSPROBE, msprobe
 
 def test_masked_attention_dump_counts_agree_and_say_how_to_include_them(tmp_path):
     """The demo's transformer masks attention with -inf: inspect counts those tensors, overflow_check counts
@@ -35,18 +28,18 @@ def test_masked_attention_dump_counts_agree_and_say_how_to_include_them(tmp_path
     debugger.stop()
     debugger.step()
     debugger.flush()
-    inspected = run("inspect", "dump", cwd=tmp_path)
+    inspected = msprobe("inspect", "dump", cwd=tmp_path)
     assert inspected.returncode == 0, inspected.stderr
     counted = int(re.search(r"tensors, (\d+) with inf/nan$", inspected.stdout.strip()).group(1))
     assert counted > 0
-    checked = run("overflow_check", "-i", "dump", "-o", "out", cwd=tmp_path)
+    checked = msprobe("overflow_check", "-i", "dump", "-o", "out", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     first, second = checked.stdout.splitlines()[:2]
     assert first == f"step0: 1 rank(s), no overflow found; {counted} tensor(s) hold inf/nan, all left out as expected"
     assert second.startswith("  they begin at Tensor.masked_fill.0.forward: it was given an inf/nan number")
     assert second.endswith("; --include-expected analyses them as overflows")
     assert not (tmp_path / "out").exists()
-    included = run("overflow_check", "-i", "dump", "-o", "out", "--include-expected", cwd=tmp_path)
+    included = msprobe("overflow_check", "-i", "dump", "-o", "out", "--include-expected", cwd=tmp_path)
     assert included.returncode == 0, included.stderr
     assert included.stdout.startswith(f"step0: 1 rank(s), 1 with an overflow, {counted} tensor(s) with inf/nan; "
                                       "overflow started on rank at Tensor.masked_fill.0.forward\n")
@@ -90,8 +83,37 @@ def test_step01_and_step1_are_two_steps(tmp_path):
     _overflowing_rank(tmp_path / "dump" / "step01" / "rank0")
     results = analyze_dump(tmp_path / "dump")
     assert [(r.step_name, len(r.ranks)) for r in results] == [("step01", 1), ("step1", 1)]
-    done = run("overflow_check", "-i", "dump", "-o", "out", cwd=tmp_path)
+    done = msprobe("overflow_check", "-i", "dump", "-o", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert re.findall(r"^(step\d+): 1 rank\(s\), 1 with an overflow", done.stdout, re.M) == ["step01", "step1"]
     assert sorted(p.name.split("_2")[0] for p in (tmp_path / "out").iterdir()) == ["anomaly_analyze_step01",
                                                                                   "anomaly_analyze_step1"]
+
+
+def _t5_bucket_rank(rank_dir: Path) -> None:
+    """T5's relative-position bucket on a healthy run: log(0) = -inf, scaled, then cast away."""
+    positions = torch.arange(4.0)
+    log = torch.log(positions)
+    write_rank(rank_dir, [("Torch.log.0.forward", api([positions], [log])),
+                          ("Tensor.__truediv__.0.forward", api([log], [log / 2.0])),
+                          ("Tensor.to.0.forward", api([log / 2.0], [torch.zeros(4)]))])
+
+
+def test_ignore_list_leaves_out_a_listed_api_and_says_so(tmp_path):
+    _t5_bucket_rank(tmp_path / "dump" / "step0" / "rank")
+    flagged = msprobe("overflow_check", "-i", "dump", "-o", "out", cwd=tmp_path)
+    assert flagged.returncode == 0 and "overflow started on rank at Torch.log.0.forward" in flagged.stdout, flagged
+    listed = msprobe("overflow_check", "-i", "dump", "-o", "listed", "--ignore", "Torch.log:-inf", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[:2] == [
+        "step0: 1 rank(s), no overflow found; 4 tensor(s) hold inf/nan, all left out as expected",
+        "  they begin at Torch.log.0.forward: it is on the ignore list (Torch.log:-inf); --include-expected "
+        "analyses them as overflows"], listed.stdout
+    assert not (tmp_path / "listed").exists()
+    as_json = msprobe("overflow_check", "-i", "dump", "-o", "listed", "--ignore", "Torch.log:-inf", "--json", cwd=tmp_path)
+    assert json.loads(as_json.stdout)[0]["left_out"] == {
+        "tensors": 4, "begins_at": "Torch.log.0.forward", "why": "is on the ignore list (Torch.log:-inf)"}
+    bad = msprobe("overflow_check", "-i", "dump", "--ignore", "log", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr == (
+        "msprobe: error: command line: field '--ignore[0]': expected API[:inf|-inf|nan] (an entry name without its "
+        "call count and direction), e.g. Torch.log:-inf, got 'log'\n"), bad.stderr

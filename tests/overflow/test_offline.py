@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,13 +9,9 @@ import torch
 
 from msprobe.overflow import INHERITED, ORIGIN, analyze_dump
 from overflow_builders import api, write_rank
+from tests.support.cli import assert_one_line_error, msprobe
 
 BIG = torch.full((4,), 20.0, dtype=torch.float16)
-MSPROBE = [str(Path(sys.executable).with_name("msprobe"))]
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(MSPROBE + list(args), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _forward_overflow_rank(rank_dir: Path) -> None:
@@ -49,7 +43,7 @@ def test_forward_overflow_descends_from_module_to_api(tmp_path):
 
 def test_cli_prints_node_and_writes_msprobe_json(tmp_path):
     _forward_overflow_rank(tmp_path / "dump" / "step0" / "rank")
-    proc = run_cli("overflow_check", "-i", "dump/step0", "-o", "out", "-n", "2", cwd=tmp_path)
+    proc = msprobe("overflow_check", "-i", "dump/step0", "-o", "out", "-n", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "overflow started on rank at Torch.exp.0.forward" in proc.stdout
     assert "module chain: Module.layer.Block.forward.0" in proc.stdout
@@ -126,7 +120,7 @@ def test_ranks_are_ordered_through_collectives(tmp_path):
     "test/msprobe_test/resources/layer_mapping/mindspore",
 ])
 def test_msprobe_finite_dumps_report_no_overflow(peer_fixtures, tmp_path, fixture):
-    proc = run_cli("overflow_check", "-i", str(peer_fixtures / fixture), "-o", "out", cwd=tmp_path)
+    proc = msprobe("overflow_check", "-i", str(peer_fixtures / fixture), "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Cannot find any anomaly node" in proc.stdout
     assert not (tmp_path / "out").exists()
@@ -135,10 +129,8 @@ def test_msprobe_finite_dumps_report_no_overflow(peer_fixtures, tmp_path, fixtur
 def test_bad_input_exits_2_with_one_line(tmp_path):
     (tmp_path / "rank").mkdir()
     (tmp_path / "rank" / "dump.json").write_text("{not json")
-    proc = run_cli("overflow_check", "-i", "rank", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("msprobe: error: ") and proc.stderr.count("\n") == 1
-    assert run_cli("overflow_check", "-i", "missing", cwd=tmp_path).returncode == 2
+    assert_one_line_error(msprobe("overflow_check", "-i", "rank", cwd=tmp_path), "dump.json")
+    assert_one_line_error(msprobe("overflow_check", "-i", "missing", cwd=tmp_path), "missing")
 
 
 def test_attention_mask_inf_is_not_an_overflow_but_a_later_one_is(tmp_path):
@@ -173,7 +165,7 @@ def test_json_summary_and_multi_step_tree(tmp_path):
     _forward_overflow_rank(tmp_path / "dump" / "step0" / "rank")
     ok = torch.ones(2)
     write_rank(tmp_path / "dump" / "step1" / "rank", [("Torch.mul.0.forward", api([ok], [ok]))])
-    proc = run_cli("overflow_check", "-i", "dump", "-o", "out", "--json", cwd=tmp_path)
+    proc = msprobe("overflow_check", "-i", "dump", "-o", "out", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [d["step"] for d in doc] == [0, 1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,9 +24,12 @@ def dev(*args, cwd: Path = REPO, image: bool = False, env=None) -> "subprocess.C
 
 
 def launch_scripts(folder: Path):
+    """Two launch scripts that differ in what they export (and in one launch prefix), as well as in options."""
     a, b = folder / "a.sh", folder / "b.sh"
-    a.write_text("torchrun --nproc_per_node 2 pretrain_gpt.py --lr 1e-4 --bf16 --train-iters 10\n")
-    b.write_text("torchrun --nproc_per_node 2 pretrain_gpt.py --lr 2e-4 --fp16 --train-iters 10\n")
+    a.write_text("export NCCL_ALGO=Ring HF_TOKEN=hf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nexport HCCL_DETERMINISTIC=true\n"
+                 "env OMP_NUM_THREADS=4 torchrun --nproc_per_node 2 pretrain_gpt.py --lr 1e-4 --bf16 --train-iters 10\n")
+    b.write_text("NCCL_ALGO=Tree\nexport NCCL_ALGO HF_TOKEN=hf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"
+                 "OMP_NUM_THREADS=8 torchrun --nproc_per_node 2 pretrain_gpt.py --lr 2e-4 --fp16 --train-iters 10\n")
     return a, b
 
 
@@ -46,9 +50,16 @@ def checkpoints(folder: Path):
 
 
 def check_env_diff(result, out: Path) -> None:
+    """The scripts' exports compared, not the packing shell's environment (the same on both sides): NCCL_ALGO and
+    OMP_NUM_THREADS differ, HCCL_DETERMINISTIC is set in one only; the token, masked under each pack's own key,
+    is said to be left uncompared."""
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert (out / "a.zip").is_file() and (out / "b.zip").is_file()
-    assert "hyperparameters" in result.stdout and "error" in result.stdout
+    lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+    assert lines["hyperparameters"].split()[1] == "error" and "lr" in lines["hyperparameters"], result.stdout
+    env = lines["env"]
+    assert env.split()[1] == "error" and "1 masked value(s) not compared" in env, env
+    assert all(name in env for name in ("HCCL_DETERMINISTIC", "NCCL_ALGO", "OMP_NUM_THREADS")), env
     assert any((out / "result").iterdir())
 
 
@@ -69,7 +80,13 @@ def test_env_diff_packs_both_scripts_and_names_what_differs(tmp_path):
 def test_ckpt_diff_compares_two_layouts(tmp_path):
     a, b = checkpoints(tmp_path)
     out = tmp_path / "diff" / "ckpt.json"
-    check_ckpt_diff(dev("ckpt-diff", a, b, out), out)
+    first = dev("ckpt-diff", a, b, out)
+    check_ckpt_diff(first, out)
+    assert not any("$3" in line or line.startswith("mkdir") for line in first.stdout.splitlines() + first.stderr.splitlines()), first
+    again = dev("ckpt-diff", a, b, out)  # what a second run says: msprobe's one line, not just's on top of it
+    assert again.returncode == 2 and again.stderr.splitlines() == [
+        f"msprobe: error: {out}: output path exists; remove it or choose another -o (results are never overwritten)"
+    ], again.stderr
 
 
 def statistics_dump(folder: Path, model, x) -> Path:
@@ -125,6 +142,49 @@ def check_first_overflow(result, out: Path) -> None:
     assert [(r["API Name"], r["Tested Dtype"], r["Bench Dtype"], r["Status"], r["Further From Golden"],
              r["Inf/NaN Not In Bench"]) for r in rows] == [
         ("Torch.exp.0.forward.output.0", "float16", "float32", "error", "tested", "32")], rows  # all 4 x 8 are inf
+
+
+def test_recipes_list_in_one_line_each_and_say_what_they_check():
+    """`./dev --list` shows each recipe's [doc] line (a multi-line comment showed its last line, read as nonsense);
+    `./dev RECIPE --help` says what it does without running it (first-overflow took --help for a dump)."""
+    recipes = dev("--summary").stdout.split()
+    listed = dev("--list").stdout
+    before = untracked()
+    for recipe in recipes:
+        header = re.search(rf"^(\[doc\(\"(?P<doc>[^\"]+)\"\)\]\n)(\[[^\n]*\n)*{re.escape(recipe)}[ :]",
+                           (REPO / "justfile").read_text(), flags=re.M)
+        assert header, f"{recipe} has no [doc(...)] line"
+        assert f"# {header['doc']}" in listed, (recipe, listed)
+        helped = dev(recipe, "--help")
+        assert helped.returncode == 0, (recipe, helped.stderr)
+        assert helped.stdout.startswith(f"usage: ./dev {recipe}") and header["doc"] in helped.stdout, helped.stdout
+    assert untracked() == before
+
+
+def untracked() -> set:
+    """Files git does not track in the checkout, ignored ones included: what a command left behind."""
+    listed = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    return {line[3:] for line in listed.splitlines() if line[:2] in ("??", "!!")}
+
+
+def test_first_overflow_on_masks_only_says_what_it_left_out(tmp_path):
+    """A dump whose only inf/nan is an attention mask: not "no inf/nan", but what was left out and why."""
+    import torch
+
+    class Masked(torch.nn.Module):
+        def forward(self, x):
+            scores = x @ x.transpose(-1, -2)
+            mask = torch.ones(4, 4, dtype=torch.bool).triu(1)
+            return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+
+    dump = statistics_dump(tmp_path, Masked(), torch.ones(4, 4, requires_grad=True))
+    result = dev("first-overflow", dump, tmp_path / "fo")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stdout.strip() == (
+        f"first-overflow: no overflow in {dump}: 2 tensor(s) hold inf/nan, all left out as expected; they begin at "
+        "Tensor.masked_fill.0.forward: it was given an inf/nan number (an attention mask: masked_fill(mask, -inf), "
+        f"full(..., -inf)) (msprobe overflow_check -i {dump} --include-expected analyses them as overflows)")
 
 
 def test_first_overflow_without_inf_says_so(tmp_path):

@@ -38,7 +38,7 @@ def test_packages_are_listed_siblings_first_and_new_tools_are_picked_up():
     on_disk = {"./" + p.parent.relative_to(REPO).as_posix() for p in REPO.glob("tools/*/pyproject.toml")}
     assert set(folders[1:]) == on_disk
     with_extras = _suite("packages", "--extras", "--editable").stdout
-    assert "-e ./tools/dump[mindspore,pytorch]" in with_extras and "-e ./tools/ckpt_compare[demo]" in with_extras
+    assert "-e ./tools/dump[index,mindspore,pytorch]" in with_extras and "-e ./tools/ckpt_compare[demo]" in with_extras
 
 
 def test_set_version_rewrites_every_pyproject_and_pin(tmp_path):

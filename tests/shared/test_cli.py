@@ -3,39 +3,32 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from msprobe.schema import RankWriter
+from tests.support.cli import MSPROBE, assert_one_line_error, msprobe
 from tests.support.terminal import on_a_terminal
-
-MSPROBE = str(Path(sys.executable).parent / "msprobe")
-
-
-def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([MSPROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
 def test_help_version_and_framework_styles(upstream_dump):
-    helped = run("--help")
+    helped = msprobe("--help")
     assert helped.returncode == 0 and "inspect" in helped.stdout and "config_check" in helped.stdout
-    assert run("--version").stdout.strip().startswith("msprobe ")
+    assert msprobe("--version").stdout.strip().startswith("msprobe ")
     sample = str(upstream_dump())
-    old_style, new_style = run("-f", "pytorch", "inspect", sample), run("inspect", sample)
+    old_style, new_style = msprobe("-f", "pytorch", "inspect", sample), msprobe("inspect", sample)
     assert old_style.returncode == new_style.returncode == 0 and old_style.stdout == new_style.stdout
-    bad = run("-f", "jax", "inspect", sample)
-    assert bad.returncode == 2 and "framework" in bad.stderr and "Traceback" not in bad.stderr
+    bad = msprobe("-f", "jax", "inspect", sample)
+    assert bad.returncode == 2 and bad.stderr == ("msprobe: error: Invalid value for '-f' / '--framework': expected "
+                                                  "one of pytorch, mindspore, got 'jax' (see 'msprobe -h')\n")
 
 
 def test_inspect_summarises_upstream_dump(upstream_dump):
     path = upstream_dump() / "step0" / "rank0" / "dump.json"
-    result = run("inspect", str(path))
+    result = msprobe("inspect", str(path))
     assert result.returncode == 0, result.stderr
     assert "framework: pytorch" in result.stdout and "Distributed=" in result.stdout
-    summary = json.loads(run("inspect", "--json", str(path)).stdout)
+    summary = json.loads(msprobe("inspect", "--json", str(path)).stdout)
     assert summary[0]["entries"] == len(json.loads(path.read_text())["data"])
 
 
@@ -45,9 +38,7 @@ def test_inspect_reports_malformed_input_in_one_line(peer_fixtures, tmp_path):
         (peer_fixtures / "test/msprobe_test/resources/common/test_backward.json", "field 'data.Module'"),
         (tmp_path / "nothing", "no such file or directory"),
     ]:
-        result = run("inspect", str(target))
-        assert result.returncode == 2 and reason in result.stderr, result.stderr
-        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+        assert_one_line_error(msprobe("inspect", str(target)), reason)
 
 
 def test_inspect_reads_an_interrupted_run_and_counts_inf_nan(tmp_path):
@@ -57,7 +48,7 @@ def test_inspect_reads_an_interrupted_run_and_counts_inf_nan(tmp_path):
               "Mean": float("nan"), "Norm": float("inf"), "requires_grad": False}
     writer.entry("Torch.exp.0.forward", {"input_args": [dict(tensor, Max=12.0, Mean=1.0, Norm=2.0)],
                                          "input_kwargs": {}, "output": [tensor]})
-    result = run("inspect", str(tmp_path / "dump"))  # never finalized: as after a SIGKILL
+    result = msprobe("inspect", str(tmp_path / "dump"))  # never finalized: as after a SIGKILL
     assert result.returncode == 0, result.stderr
     assert "recovered from the journal" in result.stdout and "Torch.exp.0.forward: output.0" in result.stdout
     assert "1 with inf/nan" in result.stdout
@@ -74,21 +65,40 @@ def test_missing_tool_names_the_package(monkeypatch, capsys):
         main(["op_generate", "-i", "config_op.json", "-o", "out"])
     err = capsys.readouterr().err
     assert exited.value.code == 2
-    assert "msprobe-op-generate" in err and "pip install ./tools/op_generate" in err
+    assert err == ("msprobe: error: 'msprobe op_generate' comes with the package msprobe-op-generate, which is not "
+                   "installed: pip install msprobe-op-generate\n")
+
+
+@pytest.mark.parametrize("args, handler, package", [
+    (["config_check", "-d", "a.sh"], "pack", "msprobe-config-check"),
+    (["config_check", "-c", "ckpt_a", "ckpt_b"], "compare_checkpoints", "msprobe-ckpt-compare")])
+def test_missing_config_check_handler_names_the_package(monkeypatch, capsys, tmp_path, args, handler, package):
+    """Said to users who installed from wheels too: the package to install, no path into a checkout."""
+    import msprobe.cli.plugins as plugins
+    from msprobe.cli.main import main
+
+    (tmp_path / "ckpt_a").mkdir()
+    (tmp_path / "ckpt_b").mkdir()
+    monkeypatch.chdir(tmp_path)
+    real = plugins.entry_points
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [p for p in real(group) if p.name != handler])
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (f"msprobe: error: config_check {args[1]} comes with the package {package}, "
+                                       f"which is not installed: pip install {package}\n")
 
 
 def test_config_check_needs_one_mode(tmp_path):
-    result = run("config_check")
-    assert result.returncode == 2 and "exactly one of -d" in result.stderr
-    result = run("config_check", "-c", str(tmp_path / "a.zip"), str(tmp_path / "b.zip"))
-    assert result.returncode == 2 and "no such file or directory" in result.stderr
+    assert_one_line_error(msprobe("config_check"), "exactly one of -d")
+    assert_one_line_error(msprobe("config_check", "-c", str(tmp_path / "a.zip"), str(tmp_path / "b.zip")),
+                          "no such file or directory")
 
 
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    result = run("demo", "-o", str(tmp_path / "mine"))
-    assert result.returncode == 2 and "not made by msprobe demo" in result.stderr
+    assert_one_line_error(msprobe("demo", "-o", str(tmp_path / "mine")), "not made by msprobe demo")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
@@ -97,30 +107,30 @@ def test_version_comes_from_the_package_metadata():
 
     expected = f"msprobe {metadata.version('msprobe-shared')}\n"
     for flag in ("-V", "--version"):
-        shown = run(flag)
+        shown = msprobe(flag)
         assert shown.returncode == 0 and shown.stdout == expected, shown.stderr
 
 
 def test_shell_completion_completes_commands_and_options():
     env = dict(os.environ, _MSPROBE_COMPLETE="complete_bash", COMP_WORDS="msprobe overflow_check --inc",
                COMP_CWORD="2")
-    done = subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120)
+    done = msprobe(env=env)
     assert done.returncode == 0 and done.stdout.split() == ["--include-expected"], done.stderr
     env.update(COMP_WORDS="msprobe ins", COMP_CWORD="1")
-    assert subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120).stdout.split() == ["inspect"]
+    assert msprobe(env=env).stdout.split() == ["inspect"]
     env.update(_MSPROBE_COMPLETE="source_bash")  # the script --show-completion prints from bash
-    script = subprocess.run([MSPROBE], env=env, capture_output=True, text=True, timeout=120)
+    script = msprobe(env=env)
     assert script.returncode == 0 and "_MSPROBE_COMPLETE=complete_bash" in script.stdout
 
 
 def test_help_shows_flags_as_flags():
-    """Issue 31: help printed every boolean flag as ``-d <bool>``, as if it took a value."""
+    """Help shows a boolean flag as a switch, never as ``-d <bool>`` (as if it took a value)."""
     for command in ([], ["inspect"], ["overflow_check"], ["config_check"], ["demo"]):
-        shown = run(*command, "--help")
+        shown = msprobe(*command, "--help")
         assert shown.returncode == 0, shown.stderr
         assert "<bool>" not in shown.stdout and "-h, --help" in shown.stdout, shown.stdout
-    assert "\n  -q, --quiet " in run("inspect", "--help").stdout
-    assert "\n  -d, --dump " in run("config_check", "--help").stdout
+    assert "\n  -q, --quiet " in msprobe("inspect", "--help").stdout
+    assert "\n  -d, --dump " in msprobe("config_check", "--help").stdout
 
 
 def _on_a_terminal(args, cwd):
@@ -140,5 +150,5 @@ def test_progress_bar_only_on_a_terminal_and_not_with_quiet(tmp_path):
         assert code == 0 and label in err and "\x1b[" in err, err  # a bar drawn, then cleared
         code, err = _on_a_terminal(command + ["--quiet"], tmp_path)
         assert code == 0 and err == "", err
-        piped = run(*command, cwd=tmp_path)
+        piped = msprobe(*command, cwd=tmp_path)
         assert piped.returncode == 0 and piped.stderr == "", piped.stderr

@@ -5,37 +5,22 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from msprobe.cli.dask_ranks import ROOTS_ENV, run_ranks
+from msprobe.cli.dask_ranks import run_ranks
 from msprobe.cli.index_cmd import index_rank
 from msprobe.schema.index import rank_rows, read_rows_json
+from tests.support.ci import imported
 from tests.support.cli import msprobe
+from tests.support.dask_cluster import dask_cluster
 
-pytest.importorskip("distributed")
-pytest.importorskip("pyarrow")
+imported("distributed")
+imported("pyarrow")
 GOLDEN = Path(__file__).parents[1] / "dump" / "golden" / "data" / "statistics-mix" / "step0" / "rank"
-DASK = Path(sys.executable).with_name("dask")
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_workers(address: str, count: int, deadline: float) -> None:
-    from distributed import Client
-
-    with Client(address, timeout="20s") as client:
-        client.wait_for_workers(count, timeout=max(1.0, deadline - time.time()))
 
 
 @pytest.fixture(scope="module")
@@ -47,26 +32,8 @@ def cluster(tmp_path_factory):
         for rank in ranks:
             shutil.copytree(GOLDEN, base / node / "step0" / f"rank{rank}")
         folders[node] = base / node
-    port = _port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", ":0", "--no-show"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    workers = {}
-    for node, folder in folders.items():
-        workers[node] = subprocess.Popen([str(DASK), "worker", address, "--nthreads", "1", "--no-nanny",
-                                          "--no-dashboard", "--host", "127.0.0.1"],
-                                         env=dict(env, **{ROOTS_ENV: str(folder)}),
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(workers[node])
-    try:
-        _wait_workers(address, 2, time.time() + 90)
+    with dask_cluster(folders) as (address, workers):
         yield address, workers, folders
-    finally:
-        for proc in reversed(procs):
-            proc.kill()
-            proc.wait(timeout=30)
 
 
 def _ranks(folders):
@@ -119,3 +86,25 @@ def test_one_job_runs_in_process(tmp_path):
     shutil.copytree(GOLDEN, tmp_path / "rank0")
     outcomes = run_ranks(lambda p: os.getpid(), [str(tmp_path / "rank0")], "x", jobs=1, quiet=True)
     assert outcomes[0].ok and outcomes[0].value == os.getpid()
+
+
+def test_worker_killed_mid_run_its_ranks_retried_on_another(tmp_path):
+    """Workers that read every rank (a shared file system): a dead worker's ranks are run again by Dask on
+    the other one, and every rank comes back done, once."""
+    paths = []
+    for rank in range(6):
+        shutil.copytree(GOLDEN, tmp_path / "step0" / f"rank{rank}")
+        paths.append(str(tmp_path / "step0" / f"rank{rank}"))
+
+    def slow(path: str) -> str:
+        time.sleep(2)
+        return path
+
+    with dask_cluster({"a": None, "b": None}) as (address, workers):
+        timer = threading.Timer(1.0, workers["b"].kill)
+        timer.start()
+        outcomes = run_ranks(slow, paths, "indexing", scheduler=address, quiet=True)
+        timer.join()
+        assert workers["b"].wait(timeout=30) is not None  # it did die mid-run
+    assert [(o.path, o.ok, o.value) for o in outcomes] == [(p, True, p) for p in paths]
+    assert {o.worker.rsplit(":", 1)[1] for o in outcomes} == {str(workers["a"].pid)}

@@ -16,9 +16,10 @@ from msprobe.schema.dump import STAT_KEYS
 from msprobe.schema.errors import MsprobeError
 from msprobe.schema.index import (COLUMNS, INDEX_NAME, build_index, cached_path, rank_rows, read_index,
                                   read_rows_json, rows_of_dump, source_file, source_key)
+from tests.support.ci import imported
 from tests.support.cli import assert_one_line_error, msprobe
 
-pytest.importorskip("pyarrow")
+imported("pyarrow")
 GOLDEN = Path(__file__).parents[1] / "dump" / "golden" / "data"
 OURS = ["statistics-mix", "md5-mix", "tensor-L1", "statistics-L0"]
 

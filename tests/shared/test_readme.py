@@ -5,13 +5,12 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 from msprobe.schema import RankWriter
+from tests.support.cli import MSPROBE
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 
 
 def shell_lines(readme: Path) -> list:
@@ -31,9 +30,9 @@ def test_every_command_of_the_shared_readme(tmp_path):
     assert "pip install ./shared" in shell_lines(REPO / "README.md")
     commands = [line for line in lines if not line.startswith("pip ")]
     assert commands and all(line.startswith("msprobe ") for line in commands)
-    env = dict(os.environ, HOME=str(tmp_path / "home"), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, HOME=str(tmp_path / "home"), PATH=f"{MSPROBE.parent}{os.pathsep}{os.environ['PATH']}")
     for line in commands:
-        done = subprocess.run([str(BIN / "msprobe"), *shlex.split(line)[1:]], cwd=tmp_path, env=env,
+        done = subprocess.run([str(MSPROBE), *shlex.split(line)[1:]], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and done.stdout.strip(), (line, done.stderr)
     # the prose's completion commands find the shell they are run from: run them from bash ("; :" keeps

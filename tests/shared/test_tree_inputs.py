@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,8 +14,8 @@ import pytest
 
 from msprobe.schema import RankWriter, SchemaError, load_dump, scan_dump_tree
 from tests.support.ci import unavailable
+from tests.support.cli import assert_one_line_error, msprobe
 
-MSPROBE = str(Path(sys.executable).parent / "msprobe")
 HEADER = {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None}
 TENSOR = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5,
           "Norm": 1.0, "requires_grad": False}
@@ -30,7 +29,7 @@ def rank(path: Path, entries: int = 1) -> Path:
     return path
 
 
-def run(*args: str, cwd: Path, unprivileged: bool = False) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path, unprivileged: bool = False) -> "subprocess.CompletedProcess[str]":
     prefix = []
     if unprivileged and os.geteuid() == 0:
         # root reads any folder; without these two capabilities it is refused like any user
@@ -38,14 +37,7 @@ def run(*args: str, cwd: Path, unprivileged: bool = False) -> subprocess.Complet
         if setpriv is None:
             unavailable("running as root without setpriv (util-linux): cannot take away root's read access")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
-    return subprocess.run(prefix + [MSPROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def one_line_error(done: subprocess.CompletedProcess, *parts: str) -> None:
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stderr.startswith("msprobe: error: ") and done.stderr.count("\n") == 1, done.stderr
-    for part in parts:
-        assert part in done.stderr, done.stderr
+    return msprobe(*args, cwd=cwd, timeout=120, prefix=prefix)
 
 
 @pytest.fixture
@@ -65,13 +57,13 @@ def test_unreadable_step_and_rank_folders_are_one_line(open_dir, command):
     rank(open_dir / "dump" / "step0" / "rank0")
     rank(open_dir / "dump" / "step1" / "rank0")
     (open_dir / "dump" / "step1").chmod(0)
-    one_line_error(run(*command, cwd=open_dir, unprivileged=True), "dump/step1: cannot read the directory")
+    assert_one_line_error(run(*command, cwd=open_dir, unprivileged=True), "dump/step1: cannot read the directory")
     (open_dir / "dump" / "step1").chmod(0o755)
     (open_dir / "dump" / "step1" / "rank0").chmod(0)
-    one_line_error(run(*command, cwd=open_dir, unprivileged=True), "dump/step1/rank0: cannot read the directory")
+    assert_one_line_error(run(*command, cwd=open_dir, unprivileged=True), "dump/step1/rank0: cannot read the directory")
     (open_dir / "dump" / "step1" / "rank0").chmod(0o755)
     (open_dir / "dump" / "step1" / "rank0" / "dump.json").chmod(0)
-    one_line_error(run(*command, cwd=open_dir, unprivileged=True), "rank0/dump.json: cannot read")
+    assert_one_line_error(run(*command, cwd=open_dir, unprivileged=True), "rank0/dump.json: cannot read")
 
 
 @pytest.mark.parametrize("make, kind", [(os.mkfifo, "FIFO (named pipe)"), (os.mkdir, "directory")])
@@ -81,8 +73,8 @@ def test_fifo_or_folder_in_place_of_dump_json_says_what_it_is(tmp_path, make, ki
     bad.parent.mkdir()
     make(bad)
     for target in ("dump", "dump/step0", "dump/step0/rank1", "dump/step0/rank1/dump.json"):
-        one_line_error(run("inspect", target, cwd=tmp_path), f"rank1/dump.json: expected a file, found a {kind}")
-    one_line_error(run("overflow_check", "-i", "dump", cwd=tmp_path), f"found a {kind}")
+        assert_one_line_error(run("inspect", target, cwd=tmp_path), f"rank1/dump.json: expected a file, found a {kind}")
+    assert_one_line_error(run("overflow_check", "-i", "dump", cwd=tmp_path), f"found a {kind}")
     with pytest.raises(SchemaError, match=re.escape(f"found a {kind}")):
         load_dump(bad)  # never opened: opening a FIFO would wait for a writer
 
@@ -122,5 +114,5 @@ def test_xor_checksums_of_msprobe_26_are_read(tmp_path):
     for bad in ("0x832304e8808f415", "832304e8808f4155", "0X832304E8808F4155 ", "abcdef1"):
         record["md5"] = bad
         path.write_text(json.dumps(doc))
-        one_line_error(run("inspect", "rank", cwd=tmp_path), "field 'data.Functional.linear.0.forward.input_args[0]"
+        assert_one_line_error(run("inspect", "rank", cwd=tmp_path), "field 'data.Functional.linear.0.forward.input_args[0]"
                        ".md5': expected 8 hex digits (CRC-32), 0x and 16 hex digits (xor checksum) or a number")

@@ -5,7 +5,9 @@ prerequisite fails the test with its reason instead of skipping it.
 """
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
 import pytest
 
@@ -19,3 +21,13 @@ def unavailable(reason: str, module: bool = False) -> None:
     if in_ci():
         pytest.fail(f"required in CI: {reason}", pytrace=False)
     pytest.skip(reason, allow_module_level=module)
+
+
+def imported(name: str, module: bool = True) -> ModuleType:
+    """``import name`` (a test requirement, requirements-test.txt); missing, the test (with ``module``, the
+    whole test file) is ``unavailable``: pytest.importorskip would skip it even in CI."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        unavailable(f"{name} is not installed ({exc})", module=module)
+        raise  # (unavailable skips or fails: never reached)

@@ -69,6 +69,8 @@ def _kind(path: Path) -> str:
 def _handler(name: str):
     handlers = load_group("msprobe.config_check")
     if name not in handlers:
-        distribution, folder = CONFIG_CHECK_HANDLERS[name]
-        raise MsprobeError(f"config_check {'-d' if name == 'pack' else '-c'} needs {install_hint(distribution, folder)}")
+        distribution = CONFIG_CHECK_HANDLERS[name]
+        mode = "-d" if name == "pack" else "-c"
+        raise MsprobeError(f"config_check {mode} comes with the package {distribution}, which is not installed: "
+                           f"{install_hint(distribution)}")
     return handlers[name]

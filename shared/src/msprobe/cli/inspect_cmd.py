@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ..schema.errors import MsprobeError
+from ..schema.index import reader_cache
 from ..schema.summary import RankSummary, summarize_rank
 from ..schema.tree import scan_dump_tree
 from .progress import QUIET_HELP, track, warn
@@ -27,7 +28,8 @@ def inspect(
     tree = scan_dump_tree(path)
     for line in tree.skipped:
         warn(line)
-    summaries = [summarize_rank(rank) for rank in track(tree.ranks, "inspect", quiet)]
+    cache = reader_cache()  # statistics indexes `msprobe index` built, used where they match dump.json
+    summaries = [summarize_rank(rank, cache) for rank in track(tree.ranks, "inspect", quiet)]
     if as_json:
         typer.echo(json.dumps([asdict(s) for s in summaries], indent=1))
         _check_files(summaries)

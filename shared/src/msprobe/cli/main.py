@@ -57,17 +57,18 @@ def build_app() -> typer.Typer:
         if name not in registered:
             register(app)
             registered.add(name)
-    for name, (distribution, folder) in KNOWN_COMMANDS.items():
+    for name, distribution in KNOWN_COMMANDS.items():
         if name not in registered:
-            _add_missing(app, name, distribution, folder)
+            _add_missing(app, name, distribution)
     return app
 
 
-def _add_missing(app: typer.Typer, name: str, distribution: str, folder: str) -> None:
+def _add_missing(app: typer.Typer, name: str, distribution: str) -> None:
     @app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-                 help=f"(not installed: {install_hint(distribution, folder)})", add_help_option=False)
+                 help=f"(not installed: {install_hint(distribution)})", add_help_option=False)
     def missing() -> None:
-        raise MsprobeError(f"'msprobe {name}' is not installed: {install_hint(distribution, folder)}")
+        raise MsprobeError(f"'msprobe {name}' comes with the package {distribution}, which is not installed: "
+                           f"{install_hint(distribution)}")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -85,9 +86,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        # Usage errors (click's, vendored by recent typer): shown as click shows them, exit code 2.
+        # Usage errors (click's, vendored by recent typer): one line like every other error, exit code 2;
+        # a command given no arguments still shows its help
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
+            if type(exc).__name__ == "NoArgsIsHelpError" or not hasattr(exc, "format_message"):
+                exc.show()
+            else:
+                ctx = getattr(exc, "ctx", None)
+                path = ctx.command_path if ctx is not None else "msprobe"
+                said = " ".join(exc.format_message().splitlines())
+                typer.echo(f"msprobe: error: {said} (see '{path} -h')", err=True)
             sys.exit(exc.exit_code)
         raise
     sys.exit(result if isinstance(result, int) else 0)

@@ -15,14 +15,14 @@ from ..schema.plugins import entry_points
 
 # Commands documented by msprobe that come from tools of this suite: name → distribution to install.
 KNOWN_COMMANDS = {
-    "overflow_check": ("msprobe-overflow", "tools/overflow"),
-    "op_generate": ("msprobe-op-generate", "tools/op_generate"),
-    "compare": ("msprobe-compare", "tools/compare"),
+    "overflow_check": "msprobe-overflow",
+    "op_generate": "msprobe-op-generate",
+    "compare": "msprobe-compare",
 }
 CONFIG_CHECK_HANDLERS = {
-    "pack": ("msprobe-config-check", "tools/config_check"),
-    "compare_packs": ("msprobe-config-check", "tools/config_check"),
-    "compare_checkpoints": ("msprobe-ckpt-compare", "tools/ckpt_compare"),
+    "pack": "msprobe-config-check",
+    "compare_packs": "msprobe-config-check",
+    "compare_checkpoints": "msprobe-ckpt-compare",
 }
 
 
@@ -39,5 +39,6 @@ def load_group(group: str) -> Dict[str, Callable[..., Any]]:
     return out
 
 
-def install_hint(distribution: str, folder: str) -> str:
-    return f"install the {distribution} package (pip install ./{folder} from the msprobe repository)"
+def install_hint(distribution: str) -> str:
+    """What to run, by package name: users who installed from wheels have no checkout to point into."""
+    return f"pip install {distribution}"

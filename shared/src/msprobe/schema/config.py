@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import PathLike, SchemaError
+from .flight_recorder import KEYS as RECORDER_KEYS, FlightRecorderConfig, parse_recorder, recorder_to_json
 from .jsonio import load_json
 from .kinds import LEVELS, TASKS
 from .ranges import IntRanges
@@ -52,6 +53,11 @@ class TaskConfig:
     """overflow_check (upstream MindSpore): ``all``, ``aicore`` or ``atomic``; kept for compatibility."""
     save_tensors: bool = False
     """overflow_check: also write the real tensors of the kept entries (costs what a tensor dump costs)."""
+    ignore: Tuple[str, ...] = ()
+    """overflow_check: APIs whose inf/nan outputs are expected, ``API`` or ``API:inf|-inf|nan`` (``Torch.log:-inf``);
+    their form is checked by the overflow tool, which applies them (msprobe.overflow.rules.parse_ignore)."""
+    recorder: Optional[FlightRecorderConfig] = None
+    """flight_recorder: its own options (``schema/flight_recorder.py``); None for every other task."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ class DebuggerConfig:
 
 
 TOP_KEYS = {f.name for f in fields(DebuggerConfig)} - {"task_config", "source", "unused"}
-TASK_KEYS = {f.name for f in fields(TaskConfig)}
+TASK_KEYS = {f.name for f in fields(TaskConfig)} - {"recorder"}
 
 
 def default_config() -> DebuggerConfig:
@@ -193,13 +199,14 @@ def _risk_level(value: Any, source: str) -> str:
 def _parse_task(block: Any, source: str, name: str, unused: List[str]) -> TaskConfig:
     if not isinstance(block, dict):
         raise SchemaError(source, name, "expected an object", block, has_got=True)
+    recorder_keys = set(RECORDER_KEYS) if name == "flight_recorder" else set()
     for key in block:
-        if key in TASK_KEYS:
+        if key in TASK_KEYS or key in recorder_keys:
             continue
         if key in UPSTREAM_ONLY_KEYS:
             unused.append(f"{name}.{key}")
             continue
-        unknown(source, f"{name}.{key}", sorted(TASK_KEYS), key)
+        unknown(source, f"{name}.{key}", sorted(TASK_KEYS | recorder_keys), key)
     data_mode = str_list(block.get("data_mode", ["all"]), source, f"{name}.data_mode")
     for mode in data_mode:
         choice(mode, DATA_MODES, source, f"{name}.data_mode")
@@ -219,6 +226,8 @@ def _parse_task(block: Any, source: str, name: str, unused: List[str]) -> TaskCo
         overflow_nums=overflow,
         check_mode=string(block.get("check_mode", "all"), source, f"{name}.check_mode"),
         save_tensors=boolean(block.get("save_tensors", False), source, f"{name}.save_tensors"),
+        ignore=tuple(str_list(block.get("ignore", []), source, f"{name}.ignore")),
+        recorder=parse_recorder(block, source, name) if recorder_keys else None,
     )
 
 
@@ -243,6 +252,10 @@ def config_to_json(config: DebuggerConfig) -> Dict[str, Any]:
         block["overflow_nums"] = tc.overflow_nums
         if tc.save_tensors:
             block["save_tensors"] = True
+    if tc.ignore:
+        block["ignore"] = list(tc.ignore)
+    if tc.recorder is not None:
+        block.update(recorder_to_json(tc.recorder))
     doc = {"task": config.task, "dump_path": config.dump_path, "rank": config.rank.to_json(),
            "step": config.step.to_json(), "level": config.level, "async_dump": config.async_dump,
            "precision": config.precision, config.task: block}

@@ -14,8 +14,8 @@ FRAMEWORKS: Tuple[str, ...] = ("pytorch", "mindspore")
 DUMP_FRAMEWORKS: Tuple[str, ...] = FRAMEWORKS + ("mindtorch",)
 """What a dump.json's ``framework`` may say: msprobe writes ``mindtorch`` for MindTorch / MSAdapter runs."""
 
-Task = Literal["statistics", "tensor", "overflow_check"]
-TASKS: Tuple[str, ...] = ("statistics", "tensor", "overflow_check")
+Task = Literal["statistics", "tensor", "overflow_check", "flight_recorder"]
+TASKS: Tuple[str, ...] = ("statistics", "tensor", "overflow_check", "flight_recorder")
 """The tasks of config.json and dump.json (other tasks come from tools through entry points)."""
 
 Level = Literal["L0", "L1", "mix"]

@@ -20,6 +20,7 @@ from .construct import stack_groups
 from .dump import validate_dump
 from .errors import PathLike
 from .journal import CONSTRUCT_NAME, DUMP_NAME, JOURNAL_NAME, STACK_NAME, RankFiles, json_record
+from .index import write_beside
 from .jsonio import compact_dumps, write_bytes_atomic
 
 
@@ -47,15 +48,17 @@ class RankWriter:
     """Appends the records of one rank directory to its journal and writes its three files; thread-safe."""
 
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True, make_dir: bool = True,
-                 stacks_json: Optional[StacksJson] = None) -> None:
+                 stacks_json: Optional[StacksJson] = None, index: bool = False) -> None:
         """``make_dir=False``: ``rank_dir`` is known to exist (no system call to make sure). ``stacks_json``: the
-        JSON of the stacks met so far, shared by the writers of one run's steps (a stack is encoded once)."""
+        JSON of the stacks met so far, shared by the writers of one run's steps (a stack is encoded once).
+        ``index``: also write the statistics index beside dump.json where pyarrow is installed (``index.py``)."""
         self.rank_dir = Path(rank_dir)
         if make_dir:
             self.rank_dir.mkdir(parents=True, exist_ok=True)
         self.journal_path = self.rank_dir / JOURNAL_NAME
         self._lock = threading.Lock()
         self._autoflush = autoflush
+        self._index = index
         self._stacks_json = stacks_json if stacks_json is not None else StacksJson()
         self.broken = False
         """A journal write failed (a full disk): nothing more is appended, as a record after a cut one would
@@ -149,6 +152,8 @@ class RankWriter:
                 if indent is not None:
                     blob = json.dumps(json.loads(blob), indent=indent, ensure_ascii=False).encode("utf-8")
                 write_bytes_atomic(self.rank_dir / name, blob, durable=durable)
+                if self._index and name == DUMP_NAME:  # keyed by the bytes just written: a later edit voids it
+                    write_beside(self.rank_dir, blob)
             if remove_journal:
                 self._close()
                 os.remove(self.journal_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .construct import load_construct, load_stack
 from .dump import DumpFile, load_dump
@@ -84,10 +84,15 @@ class RankDir:
         if self.dump_file is not None:
             return RankFiles(dump=load_dump(self.dump_file), construct={}, stacks={})
         dump = load_dump(self.path / DUMP_NAME)
+        construct, stacks = self.load_metadata()
+        return RankFiles(dump=dump, construct=construct, stacks=stacks)
+
+    def load_metadata(self) -> Tuple[Dict[str, Any], Dict[str, List[str]]]:
+        """(construct, stacks) of a finished rank directory, as :meth:`load` reads them ({} where absent)."""
         construct_file, stack_file = self.path / CONSTRUCT_NAME, self.path / STACK_NAME
         construct = load_construct(construct_file) if path_kind(construct_file) != "missing" else {}
         stacks = load_stack(stack_file) if path_kind(stack_file) != "missing" else {}
-        return RankFiles(dump=dump, construct=construct, stacks=stacks)
+        return construct, stacks
 
     def load_dump(self) -> DumpFile:
         return self.load().dump

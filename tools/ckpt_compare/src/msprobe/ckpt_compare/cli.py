@@ -29,8 +29,10 @@ def compare_checkpoints(path1: Path, path2: Path, output: Optional[Path], framew
     output = Path(output) if output is not None else DEFAULT_OUTPUT
     if output.exists():
         raise MsprobeError(f"{output}: output path exists; remove it or choose another -o (results are never overwritten)")
-    if not output.parent.is_dir():
-        raise MsprobeError(f"{output}: folder {output.parent} does not exist")
+    try:  # made as overflow_check and config_check -c make theirs: `-o msprobe_out/x.json` works in a fresh clone
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MsprobeError(f"{output}: cannot create the folder {output.parent} ({exc.strerror})") from None
     report = run(Path(path1), Path(path2), options)
     write_json(report.entries, output)
     for line in summary(report):

@@ -26,9 +26,9 @@ or the hook's for a small snapshot that ``snapshot_on_host``),
 sparse), ``snapshot_nbytes(snapshot)`` (bounds the writer's backlog), ``snapshot_on_host(snapshot)`` (no device
 copy in flight).
 
-Failures: an error of the dump itself in any hook goes to ``engine.fail(exc, where)`` (the engine's own
-methods do this): dumping stops for the run, one line on stderr, the training is untouched. Hooks let
-errors of the user's code pass unchanged.
+Failures: the dump's own work in a hook runs inside ``with engine.guard(doing, name):`` (the engine's own
+methods do this): an error there stops dumping for the run, one line on stderr, the training is untouched.
+Hooks let errors of the user's code pass unchanged.
 
 The adapter's hooks report to the engine (all names are built by the engine with msprobe.schema.names):
 
@@ -46,7 +46,8 @@ The adapter's hooks report to the engine (all names are built by the engine with
 * Parameter gradients: ``engine.param_grad((prefix, path, class_name), param_name, grad)``.
 * ``PrecisionDebugger.save``: ``index = engine.save_variable(name, value)``; its gradient with
   ``engine.save_variable(name, grad, "backward", index)``.
-* ``engine.busy`` is True while the engine itself runs framework ops: hooks must pass calls through then.
+* ``engine.busy`` is True inside ``engine.guard`` (the dump runs framework ops of its own): hooks must pass
+  calls through then. Only the guard sets it.
 * ``engine.api_level`` / ``engine.module_level`` say which hooks the level needs.
 
 Tasks (overflow_check and others): a factory ``factory(config) -> msprobe.dump.TaskPolicy`` registered in

@@ -59,7 +59,7 @@ class BaseDebugger:
         self.config = config
         self.adapter = self._make_adapter(config)
         claim_known_rank(config, self.adapter.rank())  # (a rank folder another live process writes: refused)
-        self.engine = DumpEngine(config, self.adapter, tasks)
+        self.engine = self._make_engine(config, tasks)
         if config.seed is not None:
             self._seed_all(config.seed, config.is_deterministic)
         _LATEST[self._family] = self  # upstream scripts call PrecisionDebugger.start() without keeping it
@@ -69,6 +69,13 @@ class BaseDebugger:
     def _make_adapter(self, config: DebuggerConfig) -> Adapter:
         """The framework's adapter for ``config`` (raise MsprobeError for settings it cannot honour)."""
         raise NotImplementedError
+
+    def _make_engine(self, config: DebuggerConfig, tasks: Optional[Dict]) -> DumpEngine:
+        """The engine of ``config`` (a framework with a flight recorder returns it for that task)."""
+        if config.task == "flight_recorder":
+            raise MsprobeError(f"{config.source or 'PrecisionDebugger'}: field 'task': flight_recorder is "
+                               f"available for PyTorch only")
+        return DumpEngine(config, self.adapter, tasks)
 
     def _seed_all(self, seed: int, deterministic: bool) -> None:
         raise NotImplementedError
@@ -133,9 +140,14 @@ class BaseDebugger:
             self.engine.end()
 
     @_Either
-    def step(self) -> None:
-        """End the step: files of this step become final, counters restart, the step number grows."""
+    def step(self, loss: Any = None, grad_norm: Any = None) -> None:
+        """End the step: files of this step become final, counters restart, the step number grows.
+        ``loss``, ``grad_norm`` (numbers or 0-d tensors): read by task flight_recorder, ignored by the others."""
         self.stop()
+        if loss is not None or grad_norm is not None:
+            observe = getattr(self.engine, "observe_step", None)  # (the flight recorder's engine)
+            if observe is not None:
+                observe(loss, grad_norm)
         self.engine.next_step()
         self.adapter.uninstall_all(keep=self.engine.wants_this_step())
 
@@ -201,7 +213,7 @@ class BaseDebugger:
         return []
 
     def _models(self, model: Any) -> List[Any]:
-        level = self.config.level
+        level = self.engine.config.level  # (the engine's: the flight recorder's ring is L0 whatever the file says)
         if model is None:
             if level in ("L0", "mix"):
                 raise MsprobeError(f"PrecisionDebugger.start(): argument 'model': level {level} records modules, "

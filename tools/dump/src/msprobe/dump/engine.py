@@ -22,7 +22,7 @@ from .adapter import Adapter
 from .calls import Call
 from .dump_path import dump_path_field
 from .entry import Encoder, PendingTensor, place
-from .faults import Faults
+from .faults import Faults, Guarded
 from .filters import EntryFilter
 from .output import StepOutput
 from .rank_lock import claim
@@ -49,6 +49,7 @@ class DumpEngine:
         self.module_level = config.level in ("L0", "mix")
         self.api_level = config.level in ("L1", "mix")
         self.busy = False
+        """The engine runs framework ops of its own (inside ``guard``): hooks must pass calls through"""
         self._counters: Dict[str, int] = {}
         header = {"task": config.task, "level": config.level, "framework": adapter.framework}
         self.faults = Faults()
@@ -87,18 +88,14 @@ class DumpEngine:
         self.recording = False
         self._modules.clear()
         stack.forget()
-        try:
+        with self.guard("ending the dump window (stop)"):
             self.flush(final=False)
-        except Exception as exc:
-            self.fail(exc, "ending the dump window (stop)")
 
     def next_step(self) -> None:
         """step(): complete this step's files and move on."""
         self.recording = self.opened = False
-        try:
+        with self.guard("completing the files of step", str(self.step)):
             self._complete_step()
-        except Exception as exc:
-            self.fail(exc, f"completing the files of step {self.step}")
         self.step += 1
         self.generation += 1
         self._counters.clear()
@@ -126,6 +123,11 @@ class DumpEngine:
         self.finished = True
         self.recording = False
         self.faults.report(exc, where, self.step if in_step else None)
+
+    def guard(self, doing: str, name: str = "") -> Guarded:
+        """``with engine.guard("recording", call.forward):`` around the dump's own work, in the engine and in
+        the adapters' hooks: busy meanwhile, and an error of ours goes to ``fail`` (faults.Guarded)."""
+        return Guarded(self, doing, name)
 
     def _fail_writing(self, exc: BaseException, what: str) -> None:
         self.fail(exc, what, in_step=False)
@@ -182,24 +184,18 @@ class DumpEngine:
     def api_inputs(self, call: Call, args: Sequence[Any], kwargs: Optional[Dict[str, Any]]) -> None:
         """Before the API runs (in-place APIs change their inputs): encode the inputs."""
         if call.want_forward:
-            self.busy = True
-            try:
+            with self.guard("recording the inputs of", call.forward):
                 if self.filter.inputs:
                     call.inputs = self.encoder.args(tuple(args), kwargs, call.tensors)
                 else:
                     call.inputs = {"input_args": [], "input_kwargs": {}}
-            except Exception as exc:
-                self.fail(exc, f"recording the inputs of {call.forward}")
-            finally:
-                self.busy = False
 
     def api_outputs(self, call: Call, output: Any, frames: Optional[List[str]] = None, raised: bool = False) -> None:
         """After the API ran: record its forward entry. ``raised``: it raised instead (torch's checkpoint stops
         a recomputation inside an API that way): the entry has its inputs only, as msprobe writes it."""
         if not call.want_forward or self.finished:
             return
-        self.busy = True
-        try:
+        with self.guard("recording", call.forward):
             entry = self._forward_entry(call, output)
             if raised:
                 del entry["output"]
@@ -207,10 +203,6 @@ class DumpEngine:
                 self._construct(call.forward, call.parent.forward if call.parent else None)
             self._add(call.forward, entry, call.tensors, frames if frames is not None else stack.capture())
             call.tensors = []
-        except Exception as exc:
-            self.fail(exc, f"recording {call.forward}")
-        finally:
-            self.busy = False
 
     def _forward_entry(self, call: Call, output: Any) -> Dict[str, Any]:
         """The forward entry of an API or module call: its recorded inputs (the call's own dict, taken
@@ -244,18 +236,13 @@ class DumpEngine:
             self._modules.remove(call)
         if not call.want_forward or self.finished:
             return
-        self.busy = True
-        try:
+        with self.guard("recording", call.forward):
             entry = self._forward_entry(call, output)
             if parameters:
                 entry["parameters"] = {k: self.encoder.encode(v, "parameters", (k,), call.tensors)
                                        for k, v in parameters.items()}
             self._add(call.forward, entry, call.tensors, stack.capture())
             call.tensors = []
-        except Exception as exc:
-            self.fail(exc, f"recording {call.forward}")
-        finally:
-            self.busy = False
 
     def param_grad(self, prefix_path_class: Tuple[str, str, str], param: str, grad: Any) -> None:
         """A parameter's gradient of this step (``Module.{path}.{Class}.parameters_grad``)."""
@@ -265,15 +252,10 @@ class DumpEngine:
         name = params_grad_entry(prefix, path, class_name)
         if not self.filter.wants(name, "backward"):
             return
-        self.busy = True
-        try:
+        with self.guard("recording", name):
             tensors: List[PendingTensor] = []
             record = self.encoder.encode(grad, param, (), tensors)
             self._add(name, {param: [record]}, tensors, None)
-        except Exception as exc:
-            self.fail(exc, f"recording {name}")
-        finally:
-            self.busy = False
 
     # ----- backward ----------------------------------------------------------------------------
     def backward_expect(self, call: Call, n_outputs: int, n_args: int, expect_out: int, expect_in: int) -> None:
@@ -292,8 +274,7 @@ class DumpEngine:
         """A gradient arrived: ``side`` "input" = w.r.t. forward output ``path``, "output" = w.r.t. argument."""
         if call.generation != self.generation or call.emitted or self.finished:
             return
-        self.busy = True
-        try:
+        with self.guard("recording", call.backward):
             if side == "input":
                 place(call.grad_in, path, self.encoder.encode(grad, "input", path, call.tensors))
                 call.got_out += 1
@@ -302,10 +283,6 @@ class DumpEngine:
                 call.got_in += 1
             if call.got_out >= call.expect_out and call.got_in >= call.expect_in:
                 self._emit_backward(call)
-        except Exception as exc:
-            self.fail(exc, f"recording {call.backward}")
-        finally:
-            self.busy = False
 
     def _emit_backward(self, call: Call) -> None:
         call.emitted = True
@@ -323,15 +300,10 @@ class DumpEngine:
         entry_name = api_entry("Debug", name, index, direction)
         if self.finished:
             return index
-        self.busy = True
-        try:
+        with self.guard("recording", entry_name):
             tensors: List[PendingTensor] = []
             data = self.encoder.encode(value, "data", (), tensors)
             self._add(entry_name, {"data": data}, tensors, stack.capture() if direction == "forward" else None)
-        except Exception as exc:
-            self.fail(exc, f"recording {entry_name}")
-        finally:
-            self.busy = False
         return index
 
     # ----- construct, pending entries and the statistics batch ----------------------------------
@@ -369,6 +341,7 @@ class DumpEngine:
             if self.finished or not self.task.keep(name, entry):
                 continue
             self.output.entry(self.rank_dir, name, entry, tensors, frames)
+            self.task.kept(name, self.rank_dir())
             if self.task.finished():
                 self.finished = True
                 self.recording = False

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import traceback
-from typing import Optional
+from typing import Any, Optional
 
 
 class Faults:
@@ -30,6 +30,31 @@ class Faults:
         if os.environ.get("MSPROBE_DEBUG") == "1":  # where in the dump it failed, for a bug report
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
             sys.stderr.flush()
+        return True
+
+
+class Guarded:
+    """``with engine.guard(doing, name):`` around the dump's own work in a hook (the one way the dump keeps
+    its errors from the training): the engine is busy meanwhile, so hooks met inside pass their calls
+    through; an ``Exception`` goes to ``engine.fail`` (said as ``"{doing} {name}"``, built only then) and
+    the code after the block runs on. Nested guards leave the engine busy until the outermost ends."""
+
+    __slots__ = ("engine", "doing", "name", "was_busy")
+
+    def __init__(self, engine: Any, doing: str, name: str) -> None:
+        self.engine, self.doing, self.name = engine, doing, name
+        self.was_busy = False
+
+    def __enter__(self) -> None:
+        engine = self.engine
+        self.was_busy = engine.busy
+        engine.busy = True
+
+    def __exit__(self, kind: Any, exc: Optional[BaseException], trace: Any) -> bool:
+        self.engine.busy = self.was_busy
+        if not isinstance(exc, Exception):  # none, or KeyboardInterrupt and the like: the user's to see
+            return False
+        self.engine.fail(exc, f"{self.doing} {self.name}" if self.name else self.doing)
         return True
 
 

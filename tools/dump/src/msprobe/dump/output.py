@@ -152,8 +152,9 @@ class StepOutput:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
+        # index: the statistics index beside dump.json, where the dump's "index" extra (pyarrow) is installed
         return RankWriter(path, dict(self._header, dump_data_dir=tensor_dir), autoflush=False,
-                          make_dir=not dir_made and not tensor_dir, stacks_json=self._stacks_json)
+                          make_dir=not dir_made and not tensor_dir, stacks_json=self._stacks_json, index=True)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:

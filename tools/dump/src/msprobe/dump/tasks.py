@@ -22,6 +22,9 @@ class TaskPolicy:
         """Keep this entry (its statistics are final host numbers)? Called once per entry, in order."""
         return True
 
+    def kept(self, name: str, rank_dir: str) -> None:
+        """Called after a kept entry went to the writer, with the rank directory it is written to."""
+
     def finished(self) -> bool:
         """True once the task wants no more entries (e.g. after N overflows): recording stops."""
         return False
@@ -57,4 +60,4 @@ def resolve_task(config: DebuggerConfig,
             return point.load()(config)
     raise MsprobeError(f"{config.source or 'config'}: field 'task': task '{name}' needs a tool that is not "
                        f"installed (no '{TASK_GROUP}' entry point named '{name}'; "
-                       "for overflow_check install ./tools/overflow)")
+                       "for overflow_check: pip install msprobe-overflow)")

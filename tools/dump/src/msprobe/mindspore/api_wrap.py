@@ -67,8 +67,9 @@ class CallRecorder:
         if grads:
             self.registry.add(call)
             if not inplace:
-                args, kwargs, n_args, hooked_in = self.tap.tap_inputs(args, kwargs,
-                                                                      self.registry.reporter(call, "output"))
+                with engine.guard("observing the gradients of", call.forward):  # failing: the call runs untapped
+                    args, kwargs, n_args, hooked_in = self.tap.tap_inputs(args, kwargs,
+                                                                          self.registry.reporter(call, "output"))
         self._local.depth = self.depth() + 1
         try:
             output = fn(*args, **kwargs)
@@ -76,9 +77,10 @@ class CallRecorder:
             self._local.depth -= 1
         engine.api_outputs(call, output)
         if grads:
-            output, n_out, hooked_out = self.tap.tap_outputs(output, self.registry.reporter(call, "input"))
-            if hooked_out:
-                engine.backward_expect(call, n_out, n_args, hooked_out, hooked_in)
+            with engine.guard("observing the gradients of", call.forward):  # failing: its output as it made it
+                output, n_out, hooked_out = self.tap.tap_outputs(output, self.registry.reporter(call, "input"))
+                if hooked_out:
+                    engine.backward_expect(call, n_out, n_args, hooked_out, hooked_in)
         return output
 
 

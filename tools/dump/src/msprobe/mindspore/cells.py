@@ -61,9 +61,11 @@ class CellHooks:
             if call is None or not (call.want_backward and building_grad()):
                 return None
             registry.add(call)
-            args, _, n_args, hooked = tap.tap_inputs(tuple(inputs), {}, registry.reporter(call, "output"))
-            call.n_args, call.expect_in = n_args, hooked
-            return args if hooked else None
+            with engine.guard("observing the gradients of", call.forward):  # failing: the cell runs untapped
+                args, _, n_args, hooked = tap.tap_inputs(tuple(inputs), {}, registry.reporter(call, "output"))
+                call.n_args, call.expect_in = n_args, hooked
+                return args if hooked else None
+            return None
         return pre_hook
 
     def _post(self, cell: Any):
@@ -78,11 +80,13 @@ class CellHooks:
             if not (call.want_backward and building_grad()):
                 return None
             registry.add(call)
-            new_output, n_out, hooked = tap.tap_outputs(output, registry.reporter(call, "input"))
-            if not hooked:
-                return None
-            engine.backward_expect(call, n_out, call.n_args, hooked, call.expect_in)
-            return new_output
+            with engine.guard("observing the gradients of", call.forward):  # failing: its output as it made it
+                new_output, n_out, hooked = tap.tap_outputs(output, registry.reporter(call, "input"))
+                if not hooked:
+                    return None
+                engine.backward_expect(call, n_out, call.n_args, hooked, call.expect_in)
+                return new_output
+            return None
         return post_hook
 
     def remove(self) -> None:

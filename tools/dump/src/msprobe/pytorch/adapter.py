@@ -7,13 +7,14 @@ import torch
 
 from msprobe.dump.adapter import Adapter
 
-from . import stats
+from . import layouts, stats
 from .api_list import ApiTable, load_api_list
 from .content_cache import ContentCache
 from .ptfile import PtWriter
 
 
 _DTYPE_NAMES: Dict[Any, str] = {}
+_STRIDED = torch.strided
 _DISTRIBUTED = torch.distributed.is_available()
 """Whether this torch was built with torch.distributed: fixed for the process, so asked once"""
 
@@ -55,12 +56,16 @@ class TorchAdapter(Adapter):
         name = _DTYPE_NAMES.get(dtype)
         if name is None:
             name = _DTYPE_NAMES[dtype] = str(dtype)
+        if tensor.layout is not _STRIDED or tensor.is_nested:  # (layouts.py)
+            return layouts.meta(tensor, name)
         return "torch.Tensor", name, list(tensor.shape), tensor.requires_grad
 
     def tensor_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
         # one API's output is usually the next one's input, and views have their base's elements:
         # statistics are computed once per contents (content_cache.py). Final host statistics are cached
         # as their dict, others as their handle.
+        if tensor.layout is not _STRIDED or tensor.is_nested:
+            return self._unusual_stats(tensor, precision, md5)
         cache = self._crc_cache if md5 else self._stat_cache
         value, key, owner = cache.lookup(tensor)
         if value is None:
@@ -69,7 +74,19 @@ class TorchAdapter(Adapter):
             cache.store(key, owner, value)
         return value
 
+    def _unusual_stats(self, tensor: torch.Tensor, precision: str, md5: bool) -> Any:
+        """A sparse or nested tensor's statistics (layouts.py): never cached, its layout has no key."""
+        if not tensor.is_nested:
+            return layouts.sparse_stats(tensor, precision, md5)
+        value = self.tensor_stats(layouts.nested_values(tensor), precision, md5)
+        note = layouts.nested_note(tensor)
+        if not note:
+            return value
+        return dict(value if type(value) is dict else stats.to_host([value])[0], **note)
+
     def tensor_xor(self, tensor: torch.Tensor) -> Any:
+        if not layouts.is_plain(tensor):
+            return self.tensor_xor(layouts.nested_values(tensor)) if tensor.is_nested else {"md5": None}
         value, key, owner = self._xor_cache.lookup(tensor)
         if value is None:
             handle = stats.xor(tensor)
@@ -80,6 +97,8 @@ class TorchAdapter(Adapter):
     def alias(self, view: torch.Tensor, original: torch.Tensor) -> None:
         """``view`` is an identity view of ``original`` (backward gating): same statistics and snapshot.
         Views of contiguous tensors find their base's statistics anyway."""
+        if not (layouts.is_plain(view) and layouts.is_plain(original)):
+            return  # (no cache keys for them)
         caches = (self._snap_cache,) if original.is_contiguous() else (self._stat_cache, self._crc_cache,
                                                                        self._xor_cache, self._snap_cache)
         for cache in caches:
@@ -109,6 +128,8 @@ class TorchAdapter(Adapter):
 
     def snapshot(self, tensor: torch.Tensor) -> Any:
         # the same unchanged tensor gets the same snapshot: the writer links instead of re-saving
+        if tensor.is_nested:
+            tensor = layouts.nested_values(tensor)  # msprobe's file of a jagged tensor: its values
         snap, key, owner = self._snap_cache.lookup(tensor)
         if snap is None:
             snap = self._take_snapshot(tensor)
@@ -130,8 +151,9 @@ class TorchAdapter(Adapter):
     def unsaved_note(self, tensor: torch.Tensor) -> Optional[str]:
         if tensor.is_meta:
             return "meta tensor: no data, no file written"
-        if tensor.layout != torch.strided:
-            return f"{str(tensor.layout).replace('torch.', '')} tensor on {tensor.device}: no file written"
+        if tensor.layout != torch.strided and not tensor.is_nested:
+            return (f"{layouts.layout_name(tensor)} tensor on {tensor.device}: statistics of its dense form, "
+                    "no file written")
         return None
 
     def snapshot_nbytes(self, snapshot: Any) -> int:

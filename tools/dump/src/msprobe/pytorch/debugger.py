@@ -1,12 +1,13 @@
 """PrecisionDebugger for PyTorch: msprobe's interface on the suite's engine (shared part: msprobe.dump.debugger)."""
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, ContextManager, Dict, List, Optional, Tuple
 
 import torch
 
-from msprobe.dump.debugger import BaseDebugger
-from msprobe.schema import DebuggerConfig
+from msprobe.dump.debugger import BaseDebugger, _Either
+from msprobe.dump.engine import DumpEngine
+from msprobe.schema import DebuggerConfig, MsprobeError
 
 from .adapter import TorchAdapter
 from .api_list import effective_risk_level
@@ -24,8 +25,38 @@ class PrecisionDebugger(BaseDebugger):
     _model_expected = "a torch.nn.Module"
 
     def _make_adapter(self, config: DebuggerConfig) -> TorchAdapter:
-        return TorchAdapter(config.api_list, config.record_nested, effective_risk_level(config),
-                            config.record_all_apis)
+        kind = TorchAdapter
+        if config.task == "flight_recorder":
+            from .flight_recorder import RecorderAdapter as kind  # the ring's hooks, and the root module's loss
+        return kind(config.api_list, config.record_nested, effective_risk_level(config), config.record_all_apis)
+
+    def _make_engine(self, config: DebuggerConfig, tasks: Optional[Dict]) -> DumpEngine:
+        if config.task != "flight_recorder":
+            return super()._make_engine(config, tasks)
+        from msprobe.dump.flight_recorder import FlightRecorder
+
+        from .flight_recorder import TorchRecorderHost
+
+        # the full dump after a trigger gets a plain adapter of its own configuration
+        return FlightRecorder(config, self.adapter, TorchRecorderHost(
+            lambda capture: TorchAdapter(capture.api_list, capture.record_nested, effective_risk_level(capture),
+                                         capture.record_all_apis)))
+
+    @_Either
+    def triggers(self) -> List[Any]:
+        """task flight_recorder: every trigger so far (``Trigger``: detector, step, module, value, threshold),
+        written or beyond ``max_triggers``; empty for other tasks."""
+        return list(getattr(self.engine, "triggers", ()))
+
+    @_Either
+    def replay(self, step: Optional[int] = None) -> ContextManager[None]:
+        """task flight_recorder: a context with the RNGs as at ``start()`` of ``step`` (default: the last
+        trigger's step), set back on leaving it; rerun that step's batch inside it to reproduce the step."""
+        replay = getattr(self.engine, "replay", None)
+        if replay is None:
+            raise MsprobeError(f"PrecisionDebugger.replay(): needs task flight_recorder (this debugger's task "
+                               f"is {self.config.task})")
+        return replay(step)
 
     def _seed_all(self, seed: int, deterministic: bool) -> None:
         from .seed import seed_all

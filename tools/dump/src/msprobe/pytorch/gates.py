@@ -87,10 +87,10 @@ def _differentiable(value: Any, path: Tuple[int, ...], found: List[tuple]) -> No
 
 def observe_call(engine: DumpEngine, call: Call, args: Sequence[Any], func: Callable, kwargs: Dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` (an API), with its backward entry observed; returns its output as it is."""
-    try:
+    before = None
+    with engine.guard("observing the gradients of", call.forward):
         before = Before(args)
-    except Exception as exc:  # the call runs as if undumped (errors of its own are the user's)
-        engine.fail(exc, f"observing the gradients of {call.forward}")
+    if before is None:  # the call runs as if undumped (errors of its own are the user's)
         return func(*args, **kwargs)
     output = func(*args, **kwargs)
     observe(engine, call, before, output, api=True)
@@ -99,13 +99,8 @@ def observe_call(engine: DumpEngine, call: Call, args: Sequence[Any], func: Call
 
 def observe(engine: DumpEngine, call: Call, before: Before, output: Any, api: bool = False) -> None:
     """Hook what gives ``call`` its backward entry (nothing when no output takes a gradient)."""
-    engine.busy = True
-    try:
+    with engine.guard("observing the gradients of", call.forward):  # on failure nothing is hooked but what was
         _observe(engine, call, before, output, api)
-    except Exception as exc:  # nothing is hooked but what already was: the training is untouched
-        engine.fail(exc, f"observing the gradients of {call.forward}")
-    finally:
-        engine.busy = False
 
 
 def _observe(engine: DumpEngine, call: Call, before: Before, output: Any, api: bool) -> None:
@@ -191,8 +186,7 @@ class _ArgumentGradients:
 
     def take(self, edges: List[Tuple[int, Any]], grad_inputs: Sequence[Any], grad_outputs: Sequence[Any]) -> None:
         """A node's post hook: ``grad_inputs`` are what it hands along its edges. Returns None."""
-        engine = self.engine
-        try:
+        with self.engine.guard("recording", self.call.backward):
             for index, key in edges:
                 grad = grad_inputs[index] if index < len(grad_inputs) else None
                 if grad is not None:
@@ -206,9 +200,7 @@ class _ArgumentGradients:
                 if left == 0:
                     total = self.sums.pop(key, None)
                     for path in self.paths[key]:
-                        engine.backward_grad(self.call, "output", path, total)
-        except Exception as exc:
-            engine.fail(exc, f"recording {self.call.backward}")
+                        self.engine.backward_grad(self.call, "output", path, total)
 
 
 def _outputs(output: Any) -> Tuple[List[Tuple[Tuple[int, ...], torch.Tensor]], int]:

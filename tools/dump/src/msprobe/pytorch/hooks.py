@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from msprobe.dump.calls import Call
 from msprobe.dump.engine import DumpEngine
 
 from .api_list import ApiTable
@@ -23,6 +22,7 @@ from .compile_note import CompiledNote
 from .hook_handles import HookHandles
 from .internals import DYNAMO_TRACES_MODES, compiled, compiling
 from .model_plan import ModelPlan
+from .prepared import ModuleHooks, OpenCalls, ParameterHook, PreparedModel
 
 
 class Hooks:
@@ -37,12 +37,12 @@ class Hooks:
         self._module_hooks_on = HookHandles()
         self._grad_hooks_on = HookHandles()
         self._hooked_params: set = set()
-        self._unhooked: List[tuple] = []  # parameters the last install left without a hook (frozen, dead)
-        self._made: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
+        self._unhooked: List[ParameterHook] = []  # parameters the last install left without a hook (frozen, dead)
+        self._made: "weakref.WeakKeyDictionary[torch.nn.Module, ModuleHooks]" = weakref.WeakKeyDictionary()
         self._plans: "weakref.WeakKeyDictionary[torch.nn.Module, ModelPlan]" = weakref.WeakKeyDictionary()
-        self._prepared: "weakref.WeakKeyDictionary[ModelPlan, tuple]" = weakref.WeakKeyDictionary()
-        self._installed: Optional[List[tuple]] = None  # the prepared models of the open window
-        self._parked: Optional[List[tuple]] = None  # those of a closed one whose module hooks stayed
+        self._prepared: "weakref.WeakKeyDictionary[ModelPlan, PreparedModel]" = weakref.WeakKeyDictionary()
+        self._installed: Optional[List[PreparedModel]] = None  # the prepared models of the open window
+        self._parked: Optional[List[PreparedModel]] = None  # those of a closed one whose module hooks stayed
         self._grad_generation = -1  # the engine's step generation the parameter hooks were installed in
         self.compiled = CompiledNote()
 
@@ -63,18 +63,18 @@ class Hooks:
                 self._module_hooks_on.remove()
                 if self._grad_generation != engine.generation:  # kept from the last step's window
                     self._remove_grad_hooks()
-                for _, modules, _, _ in prepared:
-                    self._hook_modules(modules)
-            for _, _, calls, _ in prepared:
-                for made in calls:
-                    made.clear()  # a window that ended inside a forward call leaves its call behind
+                for model in prepared:
+                    self._hook_modules(model.modules)
+            for model in prepared:
+                for made in model.modules:
+                    made.calls.clear()  # a window that ended inside a forward call leaves its call behind
             # kept: the parameters hooked then still are, and only those left out then (a frozen one may be
             # trainable now) are looked at again. No backward
             # entry wanted (data_mode): parameters_grad is backward data, and hooks that record nothing
             # cost time at every parameter gradient
             if engine.filter.backward:
                 self._unhooked = self._hook_parameters(self._unhooked if kept else
-                                                       [item for *_, parameters in prepared for item in parameters])
+                                                       [item for model in prepared for item in model.parameters])
             self._installed = prepared
             self._grad_generation = engine.generation
 
@@ -127,75 +127,68 @@ class Hooks:
         self._unhooked = []
 
     # ----- modules ---------------------------------------------------------------------------------
-    def _prepared_of(self, model: torch.nn.Module, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
+    def _prepared_of(self, model: torch.nn.Module, prefix: str) -> PreparedModel:
         """The model's ``_prepare``d hooks, the same object while its plan holds and its prefix is the same."""
         plan = self._plans.get(model)
         if plan is None or not plan.still_valid(model):
             plan = self._plans[model] = ModelPlan(model)  # the root model itself is not recorded (as upstream)
         prepared = self._prepared.get(plan)
-        if prepared is None or prepared[0] != prefix:
+        if prepared is None or prepared.prefix != prefix:
             prepared = self._prepared[plan] = self._prepare(plan, prefix)
         return prepared
 
-    def _hook_modules(self, modules: List[tuple]) -> None:
+    def _hook_modules(self, modules: List[ModuleHooks]) -> None:
         # still_valid() said every reference is alive; a dead one (never expected) is skipped, not hooked
-        self._module_hooks_on.modules([(module, pre, post) for ref, pre, post in modules
-                                       if (module := ref()) is not None])
+        self._module_hooks_on.modules([(module, made.pre, made.post) for made in modules
+                                       if (module := made.module()) is not None])
 
-    def _hook_parameters(self, parameters: List[tuple]) -> List[tuple]:
+    def _hook_parameters(self, parameters: List[ParameterHook]) -> List[ParameterHook]:
         """Hooks those of ``parameters`` that take gradients and have no hook yet; returns those left
         without one (frozen, or dead)."""
         hooked, hooks, left = self._hooked_params, [], []
         for item in parameters:
-            key, parameter, hook = item
-            if key in hooked:  # start() twice in a step: hook once
+            if item.key in hooked:  # start() twice in a step: hook once
                 continue
-            param = parameter()
+            param = item.parameter()
             if param is not None and param.requires_grad:
-                hooked.add(key)
-                hooks.append((param, hook))
+                hooked.add(item.key)
+                hooks.append((param, item.hook))
             else:
                 left.append(item)
         self._grad_hooks_on.tensors(hooks)
         return left
 
-    def _prepare(self, plan: ModelPlan, prefix: str) -> Tuple[str, List[tuple], List[list], List[tuple]]:
-        """What every window of a model installs (prefix, [(module ref, pre, post)], the modules' open-call
-        lists, [((id(module), name), parameter ref, hook)]; the plan's own references), gathered once per
-        plan: installing it is then one loop over dicts (walking the plan and asking each module for its
-        hooks at every window is avoided)."""
-        modules: List[tuple] = []
-        calls: List[list] = []
-        parameters: List[tuple] = []
+    def _prepare(self, plan: ModelPlan, prefix: str) -> PreparedModel:
+        """What every window of a model installs, gathered once per plan: installing it is then one loop
+        (walking the plan and asking each module for its hooks at every window is avoided)."""
+        modules: List[ModuleHooks] = []
+        parameters: List[ParameterHook] = []
         for path, module_ref, params in plan.references():
             module = module_ref()
-            pre, post, owner, param_hooks = self._module_hooks(module, prefix + path)
-            modules.append((module_ref, pre, post))
-            calls.append(self._made[module][1])
+            made = self._module_hooks(module, prefix + path)
+            modules.append(made)
+            param_hooks = made.param_hooks
             for name, param_ref in params:
                 hook = param_hooks.get(name)
                 if hook is None:
-                    hook = param_hooks[name] = self._param_hook(owner, name)
-                parameters.append(((id(module), name), param_ref, hook))
-        return prefix, modules, calls, parameters
+                    hook = param_hooks[name] = self._param_hook(made.owner, name)
+                parameters.append(ParameterHook((id(module), name), param_ref, hook))
+        return PreparedModel(prefix, modules, parameters)
 
-    def _module_hooks(self, module: torch.nn.Module, full: str) -> Tuple[Any, Any, Tuple[str, str, str], Dict]:
-        """The hooks of ``module`` at path ``full`` (pre, post, owner of its parameters, parameter hooks by
-        name), made once and registered again in every window: making the closures and their wrappers
-        was much of what installing cost."""
-        cached = self._made.get(module)
-        if cached is not None and cached[0] == full:
-            cached[1].clear()  # a window that ended inside a forward call leaves its call behind
-            return cached[2:]
+    def _module_hooks(self, module: torch.nn.Module, full: str) -> ModuleHooks:
+        """The hooks of ``module`` at path ``full``, made once and registered again in every window."""
+        made = self._made.get(module)
+        if made is not None and made.path == full:
+            made.calls.clear()  # a window that ended inside a forward call leaves its call behind
+            return made
         class_name = type(module).__name__
-        calls: List[Tuple[Optional[Call], Optional[Before]]] = []
-        owner = (self.engine.adapter.module_prefix, full, class_name)
-        pre, post = self._pre_hook(full, class_name, calls), self._post_hook(calls)
-        made = (full, calls, pre, post, owner, {})
-        self._made[module] = made
-        return made[2:]
+        calls: OpenCalls = []
+        made = self._made[module] = ModuleHooks(
+            full, weakref.ref(module), calls, self._pre_hook(full, class_name, calls), self._post_hook(calls),
+            (self.engine.adapter.module_prefix, full, class_name))
+        return made
 
-    def _pre_hook(self, path: str, class_name: str, calls: List[Tuple[Optional[Call], Optional[Before]]]):
+    def _pre_hook(self, path: str, class_name: str, calls: OpenCalls):
         engine = self.engine
         unpark = self._unpark
         compiled_note = self.compiled
@@ -218,14 +211,12 @@ class Hooks:
             calls.append((call, None))  # (the call, what its backward entry needs from before it ran)
             if call is None or not (call.want_backward and grad_mode) or engine.finished:
                 return None
-            try:
+            with engine.guard("observing the gradients of", call.forward):  # failing: the module runs undumped
                 calls[-1] = (call, Before(args))
-            except Exception as exc:  # the module runs as if undumped
-                engine.fail(exc, f"observing the gradients of {call.forward}")
             return None
         return pre
 
-    def _post_hook(self, calls: List[Tuple[Optional[Call], Optional[Before]]]):
+    def _post_hook(self, calls: OpenCalls):
         engine = self.engine
         compiled_note = self.compiled
 

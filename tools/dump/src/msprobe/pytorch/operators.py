@@ -7,6 +7,12 @@ open, the operators below are replaced on ``torch.Tensor`` by wrappers that hand
 function protocol as themselves (``torch.overrides.handle_torch_function``, as torch's own Python-level
 operators such as ``Tensor.__rsub__`` do) and call the original when no mode or subclass takes it.
 ``-x`` thus reaches the mode as ``Tensor.__neg__``, which msprobe's list lacks: not recorded, as in msprobe.
+
+Five reflected operators are Python code in torch and absent from msprobe's list (``REFLECTED``): msprobe
+leaves them unwrapped, so its wrappers see the APIs their bodies call (``1 / x`` is ``Tensor.reciprocal``
+then ``Tensor.__mul__``, ``2 // x`` ``Torch.floor_divide``). A mode would see them as one unrecorded call
+and run it set aside, hiding those; unless the API list records them, they are replaced by a wrapper that
+runs torch's body itself, the mode in force, so the same entries come out.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ OPERATORS = (
     "__ne__", "__neg__", "__pos__", "__pow__", "__radd__", "__rand__", "__rmul__", "__ror__", "__rtruediv__",
     "__rxor__", "__sub__", "__truediv__",
 )
+REFLECTED = ("__rfloordiv__", "__rlshift__", "__rmatmul__", "__rrshift__", "__rtruediv__")
 _ABSENT = object()
 
 
@@ -39,6 +46,39 @@ def _wrap(name: str, original: Callable) -> Callable:
     operator.__qualname__ = f"Tensor.{name}"
     operator.__doc__ = getattr(original, "__doc__", None)
     return operator
+
+
+def _transparent(name: str, original: Callable) -> Callable:
+    body = getattr(original, "__wrapped__", None)  # torch's operator without its dispatch decorator
+
+    def operator(self, *args, **kwargs):
+        if body is None or compiling() or not _plain((self,) + args):  # a subclass of its own handling gets it
+            return original(self, *args, **kwargs)  # whole, as without the dump
+        try:
+            return body(self, *args, **kwargs)
+        except TypeError:  # as torch's decorator does: Python then tries the other operand's operator
+            return NotImplemented
+
+    operator.__name__ = name
+    operator.__qualname__ = f"Tensor.{name}"
+    operator.__doc__ = getattr(original, "__doc__", None)
+    return operator
+
+
+def _handler(kind: type) -> Any:
+    handler = kind.__torch_function__
+    return getattr(handler, "__func__", handler)
+
+
+# torch's own handling of tensor subclasses, and none (Parameter's; DTensor's)
+_DEFAULT_HANDLING = (_handler(torch.Tensor), _handler(torch.nn.Parameter))
+
+
+def _plain(values: Tuple[Any, ...]) -> bool:
+    """No tensor among ``values`` whose class handles torch functions its own way: for the others torch's
+    dispatch would run the same body, each API it calls dispatched in turn."""
+    return all(not isinstance(value, torch.Tensor) or type(value) is torch.Tensor
+               or _handler(type(value)) in _DEFAULT_HANDLING for value in values)
 
 
 class OperatorPatches:
@@ -55,16 +95,22 @@ class OperatorPatches:
             return
         ours = {wrapper for _, wrapper in self._wrapped.values()}
         tensor = torch.Tensor
-        for name in OPERATORS:
+        for name in self._names():
             current = getattr(tensor, name, None)
             if current is None or current in ours:
                 continue
             made = self._wrapped.get(name)
             if made is None or made[0] is not current:
-                made = self._wrapped[name] = (current, _wrap(name, current))
-                self.table.add_operator(name, made[1])
+                recorded = name in self.table.tensor_names or name not in REFLECTED
+                made = self._wrapped[name] = (current, (_wrap if recorded else _transparent)(name, current))
+                if recorded:
+                    self.table.add_operator(name, made[1])
             self._saved.append((name, tensor.__dict__.get(name, _ABSENT)))
             setattr(tensor, name, made[1])
+
+    def _names(self) -> Tuple[str, ...]:
+        """OPERATORS, and the REFLECTED ones not recorded under their own names (their bodies' APIs are)."""
+        return OPERATORS + tuple(n for n in REFLECTED if n not in OPERATORS and n not in self.table.tensor_names)
 
     def remove(self) -> None:
         tensor = torch.Tensor

@@ -14,11 +14,11 @@ from .checksum import has_bytes, hex_word, xor_host, xor_on_device
 from .content_cache import dense
 
 _NULL = dict.fromkeys(STAT_KEYS)
-_KINDS = {torch.bool: "bool"}
+KINDS = {torch.bool: "bool"}
 for _dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-    _KINDS[_dtype] = "float"
+    KINDS[_dtype] = "float"
 for _dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
-    _KINDS[_dtype] = "int"
+    KINDS[_dtype] = "int"
 _WIDE_NUMEL = 1 << 16  # above this, float32 accumulation on the CPU drifts (1e6 x 1000.0: norm off by 2e-4)
 KERNEL_NUMEL = 1 << 22  # above this, torch's multi-threaded reductions beat one C pass
 KERNEL_KINDS = {torch.float32: kernels.F32, torch.bfloat16: kernels.BF16, torch.float16: kernels.F16,
@@ -68,7 +68,7 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
     sum of squares (torch's CPU norm kernel drifts: 1e6 x 1000.0 gives 999765). On the CPU, dense float
     tensors of up to 4M elements take one C pass (``msprobe.dump.kernels``: float32 partial sums of 16
     elements carried into float64; float64 tensors in float64 throughout; ``precision: high`` keeps the
-    all-float64 path), else Max/Min come from numpy (3x faster than torch's single-thread reduction).
+    all-float64 path), else Max/Min come from numpy (faster than torch's single-thread reduction).
     Mean = sum / numel on the host.
     """
     t = tensor  # detached only where torch or numpy need it: the C pass reads the memory directly
@@ -79,7 +79,7 @@ def _reduce(tensor: torch.Tensor, precision: str, md5: bool, cpu: bool) -> Handl
     crc = _crc(t.detach() if t.requires_grad else t) if md5 else None
     numel = t.numel()
     dtype = t.dtype
-    kind = _KINDS.get(dtype)
+    kind = KINDS.get(dtype)
     if numel == 0 or kind is None:
         return Handle("none", (), numel, crc)
     if kind == "int" and t.dim() == 0:  # msprobe: a 0-d integer is its own Max, Min, Mean and Norm
@@ -240,6 +240,17 @@ def to_host(handles: Sequence[Handle]) -> List[Dict[str, Any]]:
             flat = torch.stack(scalars).tolist()
         except (RuntimeError, TypeError):  # scalars on several devices
             flat = [v.item() for v in scalars]
+    return from_values(handles, flat)
+
+
+def device_values(handles: Sequence[Handle]) -> List[Any]:
+    """The 0-d values ``from_values`` needs, in order (device tensors or host numbers): the flight recorder
+    stacks them itself, to copy a whole step's statistics in one non-blocking transfer."""
+    return [v for h in handles for v in h.values]
+
+
+def from_values(handles: Sequence[Handle], flat: Sequence[Any]) -> List[Dict[str, Any]]:
+    """The statistics dicts of ``handles`` given their values as host numbers (``device_values``' order)."""
     out: List[Dict[str, Any]] = []
     position = 0
     for handle in handles:

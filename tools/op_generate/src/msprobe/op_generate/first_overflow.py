@@ -3,6 +3,8 @@ first and how, and what the script op_generate wrote for it says once run alone.
 
 ``python -m msprobe.op_generate.first_overflow origin OVERFLOW_JSON`` prints what the first event is
 (``first overflowing API: Torch.exp.0.forward (step0/rank)``), nothing when the dump holds no inf/nan.
+``python -m msprobe.op_generate.first_overflow nothing OVERFLOW_JSON DUMP`` says what a dump without an overflow
+holds: no inf/nan at all, or inf/nan that overflow_check left out as expected (masks...), how much and why.
 ``python -m msprobe.op_generate.first_overflow alone OVERFLOW_JSON`` prints why that event cannot be run alone
 (a collective), nothing when it can.
 ``python -m msprobe.op_generate.first_overflow verdict OVERFLOW_JSON SCRIPT STATUS REPORTS`` prints the
@@ -122,8 +124,22 @@ def verdict(api: str, script: str, status: int, folder: Path) -> Tuple[int, str]
                "the kernel is not at fault, look at the values that reach it")
 
 
+def nothing(summary: List[Dict[str, Any]], dump: str) -> str:
+    """The line for a dump without an overflow event, naming the inf/nan left out as expected (as overflow_check
+    does), since "no inf/nan" would be untrue of a dump whose only inf values are masks."""
+    left = [step["left_out"] for step in summary if step.get("left_out")]
+    if not left:
+        return f"first-overflow: no inf/nan in {dump}"
+    return (f"first-overflow: no overflow in {dump}: {sum(item['tensors'] for item in left)} tensor(s) hold inf/nan, "
+            f"all left out as expected; they begin at {left[0]['begins_at']}: it {left[0]['why']} "
+            f"(msprobe overflow_check -i {dump} --include-expected analyses them as overflows)")
+
+
 def main(argv: List[str]) -> int:
     summary = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    if argv[0] == "nothing":
+        print(nothing(summary, argv[2]))
+        return 0
     event = first_event(summary)
     if argv[0] == "origin":
         if event is not None:

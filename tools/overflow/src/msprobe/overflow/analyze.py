@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from msprobe.schema import RankDir, RankFiles, iter_records, module_chain, record_is_finite, try_parse_entry
-from msprobe.schema.dump import stat_value
+from msprobe.schema.dump import STAT_KEYS, stat_value
+from msprobe.schema.errors import PathLike
+from msprobe.schema.index import find_index
 
-from .rules import has_nan, ignored, literal_non_finite, rule_for
+from .rules import UserIgnore, has_nan, ignored, literal_non_finite, rule_for, user_ignore_for
 
 INPUT_ROLES = ("input_args", "input_kwargs", "input", "parameters")
 ORIGIN = "origin"
@@ -37,7 +39,10 @@ class EntryState:
     nan_inputs: bool = False
     nan_outputs: bool = False
     expected: bool = False
-    """Its inf/nan outputs were asked for (an inf/nan literal argument, e.g. an attention mask)."""
+    """Its inf/nan outputs were asked for (an inf/nan literal argument, e.g. an attention mask), or are all
+    covered by the user's ignore list."""
+    ignored_by: Optional[str] = None
+    """The item of the user's ignore list that covers all its inf/nan outputs."""
     is_param_grad: bool = False
     """A ``parameters_grad`` entry: the result of a backward node, often recorded before that node."""
     peak: Optional[float] = None
@@ -95,9 +100,14 @@ class RankResult:
     """The first entry holding inf/nan, in dump order: where expected inf/nan that was left out begins."""
 
 
-def _scan(name: str, entry: Dict[str, Any], state: EntryState, include_expected: bool = False) -> None:
-    """Fill the non-finite positions of one entry (ignore rules applied unless ``include_expected``)."""
-    rule = None if include_expected else rule_for(try_parse_entry(name))
+def _scan(name: str, entry: Dict[str, Any], state: EntryState, include_expected: bool = False,
+          ignores: Tuple[UserIgnore, ...] = ()) -> None:
+    """Fill the non-finite positions of one entry (ignore rules and the user's ``ignores`` applied unless
+    ``include_expected``)."""
+    parsed = try_parse_entry(name)
+    rule = None if include_expected else rule_for(parsed)
+    ignores = () if include_expected else ignores
+    covered: List[str] = []
     for role, value in entry.items():
         is_input = role in INPUT_ROLES
         for trail, record in iter_records(value):
@@ -111,12 +121,18 @@ def _scan(name: str, entry: Dict[str, Any], state: EntryState, include_expected:
                 continue
             (state.bad_inputs if is_input else state.bad_outputs).append(
                 ".".join([role] + [str(t) for t in trail]))
+            item = user_ignore_for(ignores, parsed, record) if ignores and not is_input else None
+            if item is not None:
+                covered.append(str(item))
             if has_nan(record):
                 if is_input:
                     state.nan_inputs = True
                 else:
                     state.nan_outputs = True
-    state.expected = not include_expected and literal_non_finite(entry)
+    # a listed API whose every inf/nan output is covered counts as a mask: expected, and what flows from it too
+    if covered and len(covered) == len(state.bad_outputs):
+        state.ignored_by = covered[0]
+    state.expected = not include_expected and (literal_non_finite(entry) or state.ignored_by is not None)
 
 
 def _update_peak(state: EntryState, record: Dict[str, Any]) -> None:
@@ -126,16 +142,17 @@ def _update_peak(state: EntryState, record: Dict[str, Any]) -> None:
             state.peak = abs(number)
 
 
-def scan_entry(name: str, entry: Dict[str, Any]) -> EntryState:
+def scan_entry(name: str, entry: Dict[str, Any], ignores: Tuple[UserIgnore, ...] = ()) -> EntryState:
     """One entry's non-finite positions, on its own (for the online task)."""
     parsed = try_parse_entry(name)
     state = EntryState(0, name, [], [], 0, bool(parsed and parsed.prefix == "Distributed"),
                        bool(parsed and parsed.is_module), is_param_grad=bool(parsed and parsed.kind == "parameters_grad"))
-    _scan(name, entry, state)
+    _scan(name, entry, state, ignores=ignores)
     return state
 
 
-def entry_states(data: Dict[str, Dict[str, Any]], include_expected: bool = False) -> List[EntryState]:
+def entry_states(data: Dict[str, Dict[str, Any]], include_expected: bool = False,
+                 ignores: Tuple[UserIgnore, ...] = ()) -> List[EntryState]:
     """Per entry, in dump order: its non-finite positions and how many collectives came before it.
     ``include_expected``: no inf/nan is expected (masks, empty memory, receive buffers are analysed too)."""
     states: List[EntryState] = []
@@ -145,7 +162,7 @@ def entry_states(data: Dict[str, Dict[str, Any]], include_expected: bool = False
         is_collective = bool(parsed and parsed.prefix == "Distributed")
         state = EntryState(index, name, [], [], collectives, is_collective, bool(parsed and parsed.is_module),
                            is_param_grad=bool(parsed and parsed.kind == "parameters_grad"))
-        _scan(name, entry, state, include_expected)
+        _scan(name, entry, state, include_expected, ignores)
         states.append(state)
         if is_collective:
             collectives += 1
@@ -189,11 +206,18 @@ def _inside(construct: Dict[str, Any], node: EntryState, module: EntryState) -> 
 
 
 def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None,
-                 include_expected: bool = False) -> RankResult:
-    """Load one rank directory (journal included) and find its first overflow event."""
+                 include_expected: bool = False, ignores: Tuple[UserIgnore, ...] = (),
+                 cache: Optional[PathLike] = None) -> RankResult:
+    """Load one rank directory (journal included) and find its first overflow event. A rank whose statistics
+    index (beside dump.json, or in ``cache``) shows every tensor finite is answered from the index: no event."""
+    if files is None and not rank.interrupted and rank.dump_file is None:
+        table = find_index(rank.path, cache)
+        if table is not None and all(row[key] is None or math.isfinite(row[key])
+                                     for row in table.rows for key in STAT_KEYS):
+            return RankResult(rank=rank, entries=len(table.entries), anomalous_entries=0, anomaly=None)
     files = files or rank.load()
     data = files.dump.data
-    states = entry_states(data, include_expected)
+    states = entry_states(data, include_expected, ignores)
     found = first_anomaly(states, files.construct)
     anomaly = None
     if found is not None:

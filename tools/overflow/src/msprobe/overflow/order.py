@@ -11,14 +11,18 @@ Ranks with equal keys cannot be told apart; all of them are named.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Union
+from typing import List, Optional, Tuple, Union
 
-from msprobe.schema import RankDir, find_rank_dirs
+from msprobe.cli.dask_ranks import run_ranks
+from msprobe.schema import MsprobeError, RankDir, find_rank_dirs
+from msprobe.schema.index import reader_cache
 from msprobe.schema.tree import group_by_step
 
 from .analyze import Anomaly, RankResult, analyze_rank
+from .rules import UserIgnore
 
 
 @dataclass
@@ -59,17 +63,27 @@ def order_events(results: List[RankResult]) -> List[Anomaly]:
     return sorted(events, key=lambda a: (a.order_key, _rank_number(a)))
 
 
-def analyze_dump(path: Union[str, Path], last: int = 5, include_expected: bool = False) -> List[StepResult]:
+def analyze_dump(path: Union[str, Path], last: int = 5, include_expected: bool = False,
+                 ignores: Tuple[UserIgnore, ...] = ()) -> List[StepResult]:
     """Analyse a dump at any level (dump.json, rank, step or whole tree), one result per step."""
-    return analyze_ranks(find_rank_dirs(path), last=last, include_expected=include_expected)
+    return analyze_ranks(find_rank_dirs(path), last=last, include_expected=include_expected, ignores=ignores)
 
 
 def analyze_ranks(ranks: List[RankDir], last: int = 5, include_expected: bool = False,
-                  progress: Optional[Callable[[List[RankDir]], Iterable[RankDir]]] = None) -> List[StepResult]:
-    """Analyse rank directories (as ``find_rank_dirs`` orders them), one result per step directory.
-    ``progress`` wraps the list of ranks while they are read (a progress bar)."""
-    done = {id(rank): analyze_rank(rank, last=last, include_expected=include_expected)
-            for rank in (progress(ranks) if progress else ranks)}
+                  ignores: Tuple[UserIgnore, ...] = (), jobs: int = 1, scheduler: Optional[str] = None,
+                  quiet: bool = True) -> List[StepResult]:
+    """Analyse rank directories (as ``find_rank_dirs`` orders them), one result per step directory, one Dask
+    task per rank (``jobs`` local workers, or the cluster at ``scheduler``; ``cli.dask_ranks``), with a
+    progress bar unless ``quiet``; ``ignores``: the user's ignore list (rules.UserIgnore). A rank that could
+    not be analysed (its dump is broken, its workers died) is an error naming it, never a rank without events."""
+    analyze = functools.partial(analyze_rank, last=last, include_expected=include_expected, ignores=ignores,
+                                cache=reader_cache())
+    outcomes = run_ranks(analyze, [str(rank.path) for rank in ranks], "overflow_check", jobs=jobs,
+                         scheduler=scheduler, quiet=quiet, items=ranks)
+    failed = next((o for o in outcomes if not o.ok), None)
+    if failed is not None:
+        raise MsprobeError(f"{failed.path}: {failed.why}" if failed.lost else failed.why)
+    done = {id(rank): outcome.value for rank, outcome in zip(ranks, outcomes)}
     out = []
     for name, members in group_by_step(ranks).items():
         results = [done[id(rank)] for rank in members]

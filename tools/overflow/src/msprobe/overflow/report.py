@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from msprobe.schema import MsprobeError, iter_records
 from msprobe.schema.jsonio import write_json_new
@@ -94,14 +94,25 @@ def print_results(results: List[StepResult], echo: Callable[[str], None], stack_
 
 def _left_out(result: StepResult) -> str:
     """What a step without overflow still holds: the inf/nan tensors left out as expected, and why."""
-    if not result.non_finite:
+    left = left_out(result)
+    if left is None:
         return "; no tensor holds inf/nan"
+    return (f"; {left['tensors']} tensor(s) hold inf/nan, all left out as expected\n"
+            f"  they begin at {left['begins_at']}: it {left['why']}; {INCLUDE_HINT}")
+
+
+def left_out(result: StepResult) -> Optional[Dict[str, Any]]:
+    """A step without overflow whose tensors still hold inf/nan: how many, where they begin and why they were
+    left out; None otherwise."""
+    if result.events or not result.non_finite:
+        return None
     first = next(r.first_non_finite for r in result.ranks if r.first_non_finite is not None)
-    return (f"; {result.non_finite} tensor(s) hold inf/nan, all left out as expected\n"
-            f"  they begin at {first.name}: it {_why_expected(first)}; {INCLUDE_HINT}")
+    return {"tensors": result.non_finite, "begins_at": first.name, "why": _why_expected(first)}
 
 
 def _why_expected(state: EntryState) -> str:
+    if state.ignored_by is not None:
+        return f"is on the ignore list ({state.ignored_by})"
     if state.expected:
         return "was given an inf/nan number (an attention mask: masked_fill(mask, -inf), full(..., -inf))"
     if state.excused and state.excused == state.non_finite:
@@ -139,6 +150,7 @@ def summary_json(results: List[StepResult]) -> str:
             "step": result.step,
             "step_dir": result.step_name,
             "non_finite_tensors": result.non_finite,
+            "left_out": left_out(result),
             "origin": None if result.origin is None else {"rank": result.origin.rank.label,
                                                           "op_name": result.origin.op_name},
             "tied": [{"rank": e.rank.label, "op_name": e.op_name} for e in result.tied],

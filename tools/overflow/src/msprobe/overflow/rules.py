@@ -3,14 +3,19 @@
 Uninitialised memory (``empty``) may hold any bit pattern; the buffers that a receiving
 collective overwrites (``recv``, ``all_gather``...) may hold garbage before the call. The
 positions below are the tensor arguments to ignore, by top-level index or keyword name.
+
+The user's ignore list (``"ignore"`` of the ``overflow_check`` block, ``overflow_check --ignore``)
+adds APIs whose inf/nan outputs are expected in their model, as masks are: ``Torch.log`` (any
+inf/nan) or ``Torch.log:-inf`` (that value only; T5's relative-position bucket takes log(0) and
+discards it on every healthy run). These rules are the ones every reader of overflows applies.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
 
-from msprobe.schema import EntryName
+from msprobe.schema import EntryName, SchemaError
 from msprobe.schema.dump import stat_value
 
 
@@ -87,3 +92,55 @@ def ignored(rule: Optional[IgnoreRule], role: str, trail: Tuple) -> bool:
     if role in ("output", "outputs"):
         return head in rule.outputs
     return False
+
+
+IGNORE_VALUES = ("inf", "-inf", "nan")
+IGNORE_FORM = "expected API[:inf|-inf|nan] (an entry name without its call count and direction), e.g. Torch.log:-inf"
+
+
+@dataclass(frozen=True)
+class UserIgnore:
+    """One item of the user's ignore list."""
+
+    api: str
+    """``Prefix.name`` of the entries it covers (``Torch.log`` covers ``Torch.log.0.forward``...)."""
+    value: Optional[str] = None
+    """``inf``, ``-inf`` or ``nan``: only outputs holding that value and no other; None: any inf/nan."""
+
+    def __str__(self) -> str:
+        return self.api if self.value is None else f"{self.api}:{self.value}"
+
+    def covers(self, parsed: Optional[EntryName], record: Dict[str, Any]) -> bool:
+        """Whether this non-finite output record of the entry ``parsed`` is expected under this item."""
+        if parsed is None or parsed.kind != "api" or f"{parsed.prefix}.{parsed.name}" != self.api:
+            return False
+        return self.value is None or non_finite_values(record) == {self.value}
+
+
+def parse_ignore(items: Iterable[Any], source: str, field_name: str) -> Tuple[UserIgnore, ...]:
+    """The ignore list from a config block or the command line; a malformed item is a one-line error naming it."""
+    out = []
+    for index, item in enumerate(items):
+        api, _, value = item.partition(":") if isinstance(item, str) else ("", "", "")
+        prefix, dot, name = api.partition(".")
+        if not (prefix and dot and name) or any(c.isspace() for c in api) or (value and value not in IGNORE_VALUES):
+            raise SchemaError(source, f"{field_name}[{index}]", IGNORE_FORM, item, has_got=True)
+        out.append(UserIgnore(api, value or None))
+    return tuple(out)
+
+
+def user_ignore_for(ignores: Tuple[UserIgnore, ...], parsed: Optional[EntryName],
+                    record: Dict[str, Any]) -> Optional[UserIgnore]:
+    return next((item for item in ignores if item.covers(parsed, record)), None)
+
+
+def non_finite_values(record: Dict[str, Any]) -> set:
+    """Which of inf, -inf, nan the tensor holds, from its statistics (NaN hides whether infs are there too)."""
+    if has_nan(record):
+        return {"nan"}
+    values = set()
+    if stat_value(record.get("Max")) == math.inf:
+        values.add("inf")
+    if stat_value(record.get("Min")) == -math.inf:
+        values.add("-inf")
+    return values

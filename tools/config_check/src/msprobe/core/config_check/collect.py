@@ -12,7 +12,7 @@ from msprobe.schema.errors import MsprobeError
 
 from . import formats
 from .masking import KEY_ENV, Masker
-from .shell import merge_into, parse_shell
+from .shell import merge_into, parse_shell, script_exports
 
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -58,16 +58,8 @@ def flatten(value: Any, prefix: str, out: Dict[str, Any], depth: int = 0) -> Non
 
 def read_hyperparameters(path: Path) -> Dict[str, Any]:
     path = Path(path)
-    if not path.is_file():
-        raise MsprobeError(f"{path}: no such launch script or yaml file")
+    text = _read(path)
     suffix = path.suffix.lower()
-    try:
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise MsprobeError(f"{path}: {path.stat().st_size / 2**20:.0f} MiB, larger than a launch script or yaml "
-                               f"file can be ({MAX_INPUT_BYTES // 2**20} MiB)")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise MsprobeError(f"{path}: cannot read ({exc.strerror})")
     if suffix in YAML_SUFFIXES:
         try:
             loaded = yaml.safe_load(text)
@@ -85,6 +77,33 @@ def read_hyperparameters(path: Path) -> Dict[str, Any]:
     raise MsprobeError(f"{path}: expected a launch script (.sh) or a yaml file (.yaml/.yml)")
 
 
+def _read(path: Path) -> str:
+    if not path.is_file():
+        raise MsprobeError(f"{path}: no such launch script or yaml file")
+    try:
+        if path.stat().st_size > MAX_INPUT_BYTES:
+            raise MsprobeError(f"{path}: {path.stat().st_size / 2**20:.0f} MiB, larger than a launch script or yaml "
+                               f"file can be ({MAX_INPUT_BYTES // 2**20} MiB)")
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise MsprobeError(f"{path}: cannot read ({exc.strerror})")
+
+
+def launch_environment(paths: Iterable[Path], environ: Mapping[str, str]) -> Dict[str, str]:
+    """``environ`` as the launch scripts among ``paths`` change it for their launch commands (what they export,
+    unset or put before the command), in order: the environment the training runs in, not the packer's."""
+    out = dict(environ)
+    for path in paths:
+        if Path(path).suffix.lower() not in SHELL_SUFFIXES:
+            continue
+        for name, value in script_exports(_read(Path(path)), out).items():
+            if value is None:
+                out.pop(name, None)
+            else:
+                out[name] = value
+    return out
+
+
 def collect_hyperparameters(paths: Iterable[Path]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for path in paths:
@@ -94,9 +113,11 @@ def collect_hyperparameters(paths: Iterable[Path]) -> Dict[str, Any]:
 
 def static_entries(paths: Optional[Iterable[Path]], masker: Masker,
                    environ: Optional[Mapping[str, str]] = None) -> Dict[str, bytes]:
-    """The entries every pack has (env, pip) and the static hyperparameters when files are given."""
-    entries = {formats.ENV: formats.dumps(collect_env(masker, environ)), formats.PIP: formats.pip_text(collect_pip())}
+    """The entries every pack has (env: with what the given launch scripts export; pip) and the static
+    hyperparameters when files are given."""
     paths = list(paths or [])
+    environ = launch_environment(paths, os.environ if environ is None else environ)
+    entries = {formats.ENV: formats.dumps(collect_env(masker, environ)), formats.PIP: formats.pip_text(collect_pip())}
     if paths:
         entries[formats.HYPER_STATIC] = formats.dumps(masker.tree(collect_hyperparameters(paths)))
     return entries

@@ -4,13 +4,14 @@ A small shell reader, not a regex: quotes, backslash continuations, comments, ``
 assignments (expanded where used, with word splitting when unquoted, as bash does), ``;``, ``|``,
 ``&&`` and newlines between commands. ``--flag`` followed by another option is a boolean flag, so
 ``--bf16 --train-iters 10`` gives ``bf16 = True, train-iters = "10"``; ``python train.py --lr 1``
-counts as a launch command like ``torchrun`` and ``msrun`` do.
+counts as a launch command like ``torchrun`` and ``msrun`` do. ``script_exports`` reads what the
+script exports to its launch commands' environment.
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .catalog import same_value
 
@@ -41,6 +42,52 @@ def parse_shell(text: str) -> Dict[str, Any]:
         if start is not None:
             merge_into(options, _options(words[start + 1:]))
     return options
+
+
+def script_exports(text: str, environ: Optional[Dict[str, str]] = None) -> Dict[str, Optional[str]]:
+    """What the script puts in its launch commands' environment: ``export NAME=value`` (or ``NAME=value`` then
+    ``export NAME``, ``declare -x``), ``NAME=value`` and ``env NAME=value`` before a launch command; ``unset
+    NAME`` gives None. ``$NAME`` in a value is the script's own variable, else ``environ``'s (``PATH=/x:$PATH``)."""
+    variables: Dict[str, str] = dict(environ or {})
+    exported: Dict[str, Optional[str]] = {}
+    for command in _commands(text):
+        words = _expand(command, variables)
+        if not words:
+            continue
+        if words[0] == "unset":
+            for name in words[1:]:
+                variables.pop(name, None)
+                exported[name] = None
+            continue
+        keyword = words[0] in ("export", "declare", "local", "readonly", "typeset")
+        exporting = words[0] == "export" or (keyword and "-x" in words[1:])
+        assignments = [w for w in words[1 if keyword else 0:] if not w.startswith("-")]
+        if all(_ASSIGN.match(w) or (keyword and _NAME.match(w)) for w in assignments):
+            for word in assignments:
+                name, has_value, value = word.partition("=")
+                if has_value:
+                    variables[name] = value
+                if exporting and name in variables:
+                    exported[name] = variables[name]
+            continue
+        exported.update(_launch_prefixes(words))
+    return exported
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _launch_prefixes(words: List[str]) -> Dict[str, Optional[str]]:
+    """``NAME=value`` words (after an optional ``env``) that a launch command starts with: its environment."""
+    index = 1 if words[0] == "env" else 0
+    found: Dict[str, Optional[str]] = {}
+    while index < len(words) and _ASSIGN.match(words[index]):
+        name, _, value = words[index].partition("=")
+        found[name] = value
+        index += 1
+    if index < len(words) and LAUNCHERS.match(os.path.basename(words[index])):
+        return found
+    return {}
 
 
 def merge_into(target: Dict[str, Any], new: Dict[str, Any]) -> None:
