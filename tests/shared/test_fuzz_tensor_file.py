@@ -103,7 +103,8 @@ def test_the_seeds_are_what_the_fuzzing_starts_from(tmp_path):
     assert said["t0.pt"] is None and said["t1.pt"] is None and said["t0.npy"] is None
     assert said["t2.pt"] == "cannot be read as a tensor (its pickle calls posix.system, not a tensor's parts)"
     assert load_tensor(folder, "t1.pt").dtype == np.float32
-    with pytest.raises(TensorFileError, match="holds a dict, not a tensor"):
+    assert said["t3.pt"] == "cannot be read as a tensor (it holds something other than one tensor)"
+    with pytest.raises(TensorFileError, match="holds something other than one tensor"):
         load_tensor(folder, "t3.pt")
     with pytest.raises(TensorFileError, match="cannot be read as a tensor"):
         load_tensor(folder, "t1.npy")

@@ -84,11 +84,14 @@ def _pickle_problem(handle) -> Optional[str]:
             if len(pickles) != 1 or pickles[0].file_size > _MAX_PICKLE:
                 return "cannot be read as a tensor (not one torch.save archive of a tensor)"
             data = archive.read(pickles[0])
-        for opcode, arg, _ in pickletools.genops(data):
+        for index, (opcode, arg, _) in enumerate(pickletools.genops(data)):
             if opcode.name == "STACK_GLOBAL" or (opcode.name in ("GLOBAL", "INST") and
                                                  not _TENSOR_GLOBALS.match(str(arg))):
                 named = f" {str(arg).replace(' ', '.')}" if arg else ""
                 return f"cannot be read as a tensor (its pickle calls{named or ' a global'}, not a tensor's parts)"
+            first = index == 1 or (index == 0 and opcode.name != "PROTO")
+            if first and not (opcode.name == "GLOBAL" and str(arg).startswith("torch._utils _rebuild_")):
+                return "cannot be read as a tensor (it holds something other than one tensor)"
     except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
         return f"cannot be read as a tensor ({type(exc).__name__})"
     return None
