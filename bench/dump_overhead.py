@@ -192,7 +192,34 @@ def worker(label: str, steps: int, work: Path, model_name: str, device: str) -> 
             "back_to_back_ratio": median(back["dump"]) / median(back["base"]),
             "syncs_added": syncs,
             "base_ms": median(wall["base"]) * 1e3,
-            "entries_per_step": entries / max(dumped, 1), "bytes_per_step": size / max(dumped, 1)}
+            "entries_per_step": entries / max(dumped, 1), "bytes_per_step": size / max(dumped, 1),
+            "ring": _ring_memory(debugger) if task == "flight_recorder" else None}
+
+
+def _ring_memory(debugger) -> list:
+    """[steps held, module records, bytes] of the flight recorder's ring: every object it holds walked once
+    (sys.getsizeof; tensors, the RNG states, by their storage)."""
+    import torch
+
+    ring = debugger.engine.ring
+    seen, total, stack = set(), 0, [list(ring)]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, torch.Tensor):
+            total += obj.untyped_storage().nbytes()
+        elif isinstance(obj, dict):
+            stack += list(obj.keys()) + list(obj.values())
+        elif isinstance(obj, (list, tuple, set)):
+            stack += list(obj)
+        elif hasattr(obj, "__dict__"):
+            stack.append(vars(obj))
+        elif hasattr(obj, "__slots__"):
+            stack += [getattr(obj, name) for name in obj.__slots__ if hasattr(obj, name)]
+    return [len(ring), sum(len(slot.entries) for slot in ring), total]
 
 
 def _syncs_added(run_step, finish, steps: int = 3):
@@ -402,10 +429,11 @@ def main() -> int:
 
 
 def median_row(rows: list) -> dict:
-    """Each figure of the workers' results, their median (None where a worker had none)."""
+    """Each figure of the workers' results, their median (None where a worker had none; a list: the first
+    worker's)."""
     keys = rows[0].keys()
-    return {key: None if any(row[key] is None for row in rows) else statistics.median(row[key] for row in rows)
-            for key in keys}
+    return {key: None if any(row.get(key) is None for row in rows) else rows[0][key]
+            if isinstance(rows[0][key], list) else statistics.median(row[key] for row in rows) for key in keys}
 
 
 def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: str = "cpu") -> None:
@@ -443,6 +471,11 @@ def report(ours: dict, theirs: dict, version, why, model: str = "tiny", device: 
              "dumped step adds (torch's sync debug mode, 3 untimed steps)" if device == "cuda" else "")
           + ("; faster: msprobe's ratio over ours; less add: the time msprobe adds to a step over the time ours adds"
              if version else ""))
+    for label, row in ours.items():
+        if row.get("ring"):
+            steps, records, size = row["ring"]
+            print(f"{label}: the ring holds {steps:.0f} steps, {records:.0f} module records, {size / 2**20:.2f} MiB "
+                  f"(every object it holds, walked once)")
     if why and not (version and all(theirs.get(label) for label in ours if label not in ASYNC)):
         print(f"upstream msprobe: not measured ({why})")
 

@@ -56,8 +56,10 @@ def planter(model: torch.nn.Module, fault: Optional[str], at: int, current: Dict
 
 def train(out: Optional[Path], steps: int, fault: Optional[str] = None, at: int = -1,
           options: Optional[Dict[str, Any]] = None, dropout: float = 0.0, keep_at: Optional[int] = None,
-          give_loss: bool = False, debugger_class: type = PrecisionDebugger) -> Run:
-    """AdamW steps with the recorder on (``out``: its dump_path, ``options``: its block) or off (None)."""
+          give_loss: bool = False, debugger_class: type = PrecisionDebugger,
+          sync: Optional[Callable[[torch.nn.Module], None]] = None, give_grad_norm: bool = True) -> Run:
+    """AdamW steps with the recorder on (``out``: its dump_path, ``options``: its block) or off (None);
+    ``sync(model)`` after each backward (data parallelism: the gradients' all-reduce)."""
     torch.set_num_threads(1)
     model = make_model(dropout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -66,7 +68,8 @@ def train(out: Optional[Path], steps: int, fault: Optional[str] = None, at: int 
     debugger = None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        config = out.parent / f"{out.name}.config.json"
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
+        config = out.parent / (f"{out.name}.config.json" if rank is None else f"{out.name}.config{rank}.json")
         config.write_text(json.dumps({"task": "flight_recorder", "dump_path": str(out),
                                       "flight_recorder": options or {}}))
         debugger = debugger_class(config_path=str(config))
@@ -79,12 +82,14 @@ def train(out: Optional[Path], steps: int, fault: Optional[str] = None, at: int 
             debugger.start(model=model)
         loss = model(input_ids=batch(step), labels=batch(step)).loss
         (loss * scale(step)).backward()
+        if sync is not None:
+            sync(model)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
         optimizer.step()
         optimizer.zero_grad()
         if debugger is not None:
             debugger.stop()
-            debugger.step(loss=loss if give_loss else None, grad_norm=grad_norm)
+            debugger.step(loss=loss if give_loss else None, grad_norm=grad_norm if give_grad_norm else None)
         run.losses.append(loss.item())
     if debugger is not None:
         debugger.flush()
@@ -99,5 +104,6 @@ def triggers(out: Path) -> List[Dict[str, Any]]:
     return [json.loads(p.read_text()) for p in found]
 
 
-def ring_steps(trigger_dir: Path) -> List[int]:
-    return sorted(int(p.name[len("step"):]) for p in trigger_dir.glob("step*") if (p / "rank" / "dump.json").is_file())
+def ring_steps(trigger_dir: Path, rank: str = "rank") -> List[int]:
+    """The ring steps written under ``trigger_dir`` for ``rank`` (its folder's name: ``rank``, ``rank<R>``)."""
+    return sorted(int(p.name[len("step"):]) for p in trigger_dir.glob("step*") if (p / rank / "dump.json").is_file())

@@ -4,6 +4,7 @@ training unharmed and the files whole or absent."""
 from __future__ import annotations
 
 import errno
+import importlib.util
 import json
 import os
 import subprocess
@@ -67,6 +68,27 @@ def test_a_dump_path_holding_earlier_triggers_is_refused(tmp_path):
         PrecisionDebugger(task="flight_recorder", dump_path=str(tmp_path / "dump"))
     with pytest.raises(MsprobeError, match="needs task flight_recorder"):
         PrecisionDebugger(task="statistics", dump_path=str(tmp_path / "other")).replay()
+
+
+def test_a_rank_building_its_debugger_after_another_rank_fired_is_not_refused(tmp_path):
+    """Ranks check only their own trigger files: rank 1 of this run fired before rank 0 made its debugger."""
+    from msprobe.dump.flight_recorder.files import check_no_triggers
+
+    fired = tmp_path / "dump" / "trigger0"
+    fired.mkdir(parents=True)
+    (fired / "trigger_rank1.json").write_text("{}")
+    check_no_triggers(str(tmp_path / "dump"), "cfg.json", 0)  # another rank's trigger: this run's
+    with pytest.raises(MsprobeError, match="already holds a flight recorder's 'trigger0'"):
+        check_no_triggers(str(tmp_path / "dump"), "cfg.json", 1)  # this rank's own: an earlier run
+
+
+def test_a_non_finite_value_is_strict_json_in_trigger_json(tmp_path):
+    from msprobe.dump.flight_recorder.files import write_trigger
+    from msprobe.dump.flight_recorder.rules import Trigger
+
+    path = write_trigger(str(tmp_path), Trigger("inf_nan", 3, "loss", float("nan")), [3], [4], None)
+    text = Path(path).read_text()
+    assert json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} in {text}"))["value"] == "nan"
 
 
 class FakeDevice(RecorderAdapter):
@@ -227,3 +249,69 @@ def test_replay_of_a_step_the_ring_holds_and_of_one_it_does_not(tmp_path):
         debugger.replay(step=1)
     with debugger.replay(step=3):
         assert torch.equal(torch.get_rng_state(), debugger.engine.ring[1].rng[0])
+
+
+class Unreadable:
+    """A model output whose ``loss`` cannot be read (a property that raises, not an AttributeError)."""
+
+    def __init__(self, logits):
+        self.logits = logits
+
+    @property
+    def loss(self):
+        raise RuntimeError("this loss is computed elsewhere")
+
+
+class UnreadableLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return Unreadable(self.linear(x))
+
+
+def test_an_error_in_the_root_output_hook_stops_the_recorder_not_the_training(tmp_path, capfd):
+    torch.manual_seed(0)
+    model = UnreadableLoss()
+    debugger = PrecisionDebugger(task="flight_recorder", dump_path=str(tmp_path / "dump"))
+    for step in range(3):
+        debugger.start(model=model)
+        output = model(torch.ones(2, 4))  # the hook fails inside: the engine's guard keeps it from the training
+        output.logits.sum().backward()
+        debugger.stop()
+        debugger.step()
+    assert isinstance(output, Unreadable) and model.linear.weight.grad is not None
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("msprobe")]
+    assert lines == ["msprobe: error: dump stopped at step 0 while reading the loss output of UnreadableLoss: "
+                     "RuntimeError: this loss is computed elsewhere; the training continues without it (files "
+                     "written before stay readable)"]
+    assert debugger.engine.finished and not debugger.triggers()
+
+
+MINDSPORE = """
+import json, sys
+from msprobe.mindspore import PrecisionDebugger
+said = []
+for kwargs in ({"task": "flight_recorder", "dump_path": sys.argv[1]}, {"config_path": sys.argv[2]}):
+    try:
+        PrecisionDebugger(**kwargs)
+        said.append(None)
+    except Exception as exc:
+        said.append([type(exc).__name__, str(exc)])
+print(json.dumps(said))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="needs mindspore")
+def test_mindspore_refuses_the_task_in_one_line(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task": "flight_recorder", "dump_path": str(tmp_path / "dump2")}))
+    done = subprocess.run([sys.executable, "-c", MINDSPORE, str(tmp_path / "dump"), str(config)], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)  # (a process of its own: MindSpore beside no torch)
+    assert done.returncode == 0, done.stderr
+    given, from_file = json.loads(done.stdout.splitlines()[-1])
+    assert given == ["MsprobeError", "PrecisionDebugger(): field 'task': flight_recorder is available for PyTorch only"]
+    assert from_file[0] == "MsprobeError" and str(config) in from_file[1] and "\n" not in from_file[1]
+    assert from_file[1].endswith("field 'task': flight_recorder is available for PyTorch only")
+    assert not (tmp_path / "dump").exists() or not list((tmp_path / "dump").rglob("*.json"))

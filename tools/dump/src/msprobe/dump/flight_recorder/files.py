@@ -3,6 +3,7 @@ usual layout, written by the schema's ``RankWriter`` as every dump is) and ``tri
 trigger folder with its ``trigger.json`` is complete."""
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from dataclasses import asdict
@@ -27,12 +28,17 @@ def trigger_json_name(rank: Optional[int]) -> str:
     return "trigger.json" if rank is None else f"trigger_rank{rank}.json"
 
 
-def check_no_triggers(dump_path: str, where: str) -> None:
-    """A dump_path holding an earlier run's triggers is refused, as one holding a dump is (runs never mix)."""
+def check_no_triggers(dump_path: str, where: str, rank: Optional[int]) -> None:
+    """A dump_path holding an earlier run's triggers is refused, as one holding a dump is (runs never mix). When
+    the rank is known, only a trigger of this rank counts: the other ranks of this run may have fired already
+    (a rank that builds its debugger late is not refused)."""
     if not os.path.isdir(dump_path):
         return
     for name in sorted(os.listdir(dump_path)):
-        if name.startswith("trigger") and os.path.isdir(os.path.join(dump_path, name)):
+        folder = os.path.join(dump_path, name)
+        if not name.startswith("trigger") or not os.path.isdir(folder):
+            continue
+        if rank is None or os.path.exists(os.path.join(folder, trigger_json_name(rank))):
             raise MsprobeError(f"{where}: field 'dump_path': '{dump_path}' already holds a flight recorder's "
                                f"'{name}'; remove it or choose another dump_path")
 
@@ -69,6 +75,9 @@ def write_trigger(trigger_dir: str, trigger: Trigger, ring_steps: List[int], cap
     """``trigger.json``: the trigger, the steps the ring holds, the steps to be fully dumped."""
     doc = dict(asdict(trigger), rank=rank, ring_steps=ring_steps, capture_steps=capture,
                capture_dir=CAPTURE_DIR if capture else None)
+    for key in ("value", "threshold"):  # strict JSON (jq reads it): a non-finite number as its name
+        if isinstance(doc[key], float) and not math.isfinite(doc[key]):
+            doc[key] = str(doc[key])
     path = os.path.join(trigger_dir, trigger_json_name(rank))
     write_json_atomic(path, doc)
     return path

@@ -43,7 +43,7 @@ class FlightRecorder(DumpEngine):
 
     def __init__(self, config: DebuggerConfig, adapter: Adapter, host: RecorderHost) -> None:
         where = config.source or "PrecisionDebugger"
-        check_no_triggers(config.dump_path, where)
+        check_no_triggers(config.dump_path, where, adapter.rank())
         task = config.task_config
         # the ring: module outputs only (L0 granularity; the user's scope and list kept), plain statistics
         ring_task = replace(task, data_mode=("forward", "output"), summary_mode="statistics", recorder=None)
@@ -94,14 +94,12 @@ class FlightRecorder(DumpEngine):
         self.current = RingStep(self.step)
         if self.finished or not slot.recorded():
             return
-        try:
+        with self.guard("checking step", f"{slot.step} (flight recorder)"):  # failing: the recorder stops
             self._resolve_older()  # (started a step ago: done by now)
             slot.transfer = self.host.transfer(slot.handles(), (slot.loss, slot.grad_norm))
             self.ring.append(slot)
             if slot.transfer.done():
                 self._detect(slot)
-        except Exception as exc:
-            self.fail(exc, f"checking step {slot.step} (flight recorder)")
 
     def wait(self) -> None:
         super().wait()
