@@ -9,12 +9,13 @@ Whole records per write keep records of two threads from interleaving. The journ
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .construct import stack_groups
 from .dump import validate_dump
@@ -48,10 +49,13 @@ class RankWriter:
     """Appends the records of one rank directory to its journal and writes its three files; thread-safe."""
 
     def __init__(self, rank_dir: PathLike, header: Dict[str, Any], autoflush: bool = True, make_dir: bool = True,
-                 stacks_json: Optional[StacksJson] = None, index: bool = False) -> None:
+                 stacks_json: Optional[StacksJson] = None, index: bool = False,
+                 index_later: Optional[Callable[[Callable[[], Any], str], None]] = None) -> None:
         """``make_dir=False``: ``rank_dir`` is known to exist (no system call to make sure). ``stacks_json``: the
         JSON of the stacks met so far, shared by the writers of one run's steps (a stack is encoded once).
-        ``index``: also write the statistics index beside dump.json where pyarrow is installed (``index.py``)."""
+        ``index``: also write the statistics index beside dump.json where pyarrow is installed (``index.py``);
+        ``index_later(work, what)``: runs that write elsewhere (a writer thread: parsing dump.json again and
+        encoding Parquet is not the training's work); None: before ``finish`` returns."""
         self.rank_dir = Path(rank_dir)
         if make_dir:
             self.rank_dir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +63,7 @@ class RankWriter:
         self._lock = threading.Lock()
         self._autoflush = autoflush
         self._index = index
+        self._index_later = index_later
         self._stacks_json = stacks_json if stacks_json is not None else StacksJson()
         self.broken = False
         """A journal write failed (a full disk): nothing more is appended, as a record after a cut one would
@@ -153,7 +158,11 @@ class RankWriter:
                     blob = json.dumps(json.loads(blob), indent=indent, ensure_ascii=False).encode("utf-8")
                 write_bytes_atomic(self.rank_dir / name, blob, durable=durable)
                 if self._index and name == DUMP_NAME:  # keyed by the bytes just written: a later edit voids it
-                    write_beside(self.rank_dir, blob)
+                    work = functools.partial(write_beside, self.rank_dir, blob)
+                    if self._index_later is None:
+                        work()
+                    else:
+                        self._index_later(work, f"indexing {self.rank_dir}")
             if remove_journal:
                 self._close()
                 os.remove(self.journal_path)

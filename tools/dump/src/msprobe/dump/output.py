@@ -152,9 +152,18 @@ class StepOutput:
         tensor_dir = os.path.abspath(os.path.join(path, TENSOR_DIR)) if self._save_tensors else None
         if tensor_dir:
             os.makedirs(tensor_dir, exist_ok=True)
-        # index: the statistics index beside dump.json, where the dump's "index" extra (pyarrow) is installed
+        # index: the statistics index beside dump.json, where the dump's "index" extra (pyarrow) is installed,
+        # written by the writer thread (wait() waits for it, as for the tensor files)
         return RankWriter(path, dict(self._header, dump_data_dir=tensor_dir), autoflush=False,
-                          make_dir=not dir_made and not tensor_dir, stacks_json=self._stacks_json, index=True)
+                          make_dir=not dir_made and not tensor_dir, stacks_json=self._stacks_json, index=True,
+                          index_later=self._index_later)
+
+    def _index_later(self, work: Callable[[], Any], what: str) -> None:
+        files = self._file_writer()
+        if files.on_writer_thread():  # async_dump: finish() runs there, and a drain queued meanwhile waits for it
+            work()
+        else:
+            files.call(work, what)
 
     def _file_writer(self) -> TensorFileWriter:
         if self._files is None:

@@ -94,6 +94,9 @@ class TensorFileWriter:
         """Run ``work()`` on the writer thread after everything queued before it."""
         self.put(work, what)
 
+    def on_writer_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
     def release(self, garbage: List[Any]) -> None:
         """Free ``garbage`` (what a closed window's caches held) on the writer thread, after the files queued
         before it, and the snapshots kept for hard links with it: a window's snapshots are not handed again
