@@ -67,7 +67,8 @@ def test_demo_command_and_the_commands_after_it():
 
 # READMEs of this area whose examples must write only under ignored folders (tools/compare/README.md: its owner's)
 EXAMPLE_READMES = ("README.md", "tools/overflow/README.md", "tools/config_check/README.md",
-                   "tools/ckpt_compare/README.md", "tools/dump/README.md", "tools/compare/README.md")
+                   "tools/ckpt_compare/README.md", "tools/dump/README.md", "tools/compare/README.md",
+                   "tools/op_generate/README.md", "dockerfiles/README.md")
 
 
 def test_every_output_a_readme_example_writes_is_ignored_by_git():
@@ -79,7 +80,8 @@ def test_every_output_a_readme_example_writes_is_ignored_by_git():
         for block in re.findall(r"```(?:bash|shell)\n(.*?)```", text, flags=re.S):
             for line in block.splitlines():
                 words = shlex.split(line.split(" #", 1)[0]) if line.strip() else []
-                outputs += [(name, words[i + 1]) for i, word in enumerate(words[:-1]) if word in ("-o", "--output")]
+                outputs += [(name, words[i + 1]) for i, word in enumerate(words[:-1])
+                            if word in ("-o", "--output", "-O")]
                 outputs += [(name, word) for word in words if word.endswith(".zip") and "-c" not in words]
     assert len(outputs) >= 12, outputs
     shown = [path for _, path in outputs]

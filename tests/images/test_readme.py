@@ -72,7 +72,7 @@ def test_a_base_that_is_not_there_is_refused_in_one_line(suite_images):
 @pytest.mark.slow
 def test_use_commands(suite_images, tmp_path):
     shutil.copytree(GOLDEN_DUMP, tmp_path / "out")
-    shutil.copytree(GOLDEN_DUMP, tmp_path / "msprobe_demo" / "dump")
+    shutil.copytree(GOLDEN_DUMP, tmp_path / "msprobe_demo" / "overflow" / "dump")
     (tmp_path / "a.sh").write_text("torchrun train.py --lr 0.1 --bf16\n")
     inspected = run_readme(readme_command("docker run --rm --network none -v"), cwd=tmp_path)
     assert inspected.returncode == 0 and "total: 2 rank dump(s)" in inspected.stdout, out(inspected)
@@ -81,8 +81,9 @@ def test_use_commands(suite_images, tmp_path):
     assert overflow.stdout.startswith("step0: 1 rank(s), no overflow found"), out(overflow)
     packed = run_readme(readme_command(".venv/bin/msprobe run config_check"), cwd=tmp_path)
     assert packed.returncode == 0, out(packed)
-    # -o env_diff/a.zip names the file at that path, also with -O env_diff as the working directory
-    zipped = tmp_path / "env_diff" / "a.zip"
+    # -o msprobe_out/env_diff/a.zip names the file at that path, also with -O msprobe_out/env_diff as the
+    # working directory
+    zipped = tmp_path / "msprobe_out" / "env_diff" / "a.zip"
     assert zipped.is_file() and zipped.stat().st_uid == os.getuid(), sorted(tmp_path.rglob("*.zip"))
     # piped, with no COLUMNS: a table fitted to 80 columns cut the names (`msprobe/ckpt-c…`)
     listed = run_readme(readme_command(".venv/bin/msprobe image list"), cwd=tmp_path,

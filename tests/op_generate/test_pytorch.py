@@ -76,7 +76,8 @@ def test_standalone_script_runs_without_the_suite(torch_dump, make_scripts, tmp_
     assert cli(["op_generate", "-i", str(config), "-o", str(tmp_path / "alone"), "--standalone"]) == 0
     alone = tmp_path / "alone" / "Functional.layer_norm.0.backward.py"
     assert "import msprobe" not in alone.read_text() and "from msprobe" not in alone.read_text()
-    blocker = "import sys, runpy; sys.modules['msprobe'] = None; runpy.run_path(sys.argv[1], run_name='__main__')"
+    blocker = ("import sys, runpy; sys.modules['msprobe'] = None; sys.argv = sys.argv[1:]; "
+               "runpy.run_path(sys.argv[0], run_name='__main__')")
     done = subprocess.run([sys.executable, "-c", blocker, str(alone)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -36,19 +36,20 @@ def test_readme_commands(tmp_path, ms_dump, torch_apis_module):
     (config,) = re.findall(r"```json\n(.*?)```", README, re.DOTALL)
     (tmp_path / "config_op.json").write_text(config)
     (tmp_path / "dump").symlink_to(ms_dump.parents[2])
-    assert "wrote op_scripts/MintFunctional.softmax.0.backward.py" in _run(generate, tmp_path).stdout
-    extracted = json.loads((tmp_path / "MintFunctional.softmax.0.json").read_text())
+    assert "wrote msprobe_out/op_scripts/MintFunctional.softmax.0.backward.py" in _run(generate, tmp_path).stdout
+    extracted = json.loads((tmp_path / "msprobe_out/MintFunctional.softmax.0.json").read_text())
     assert sorted(extracted["data"]) == ["MintFunctional.softmax.0.backward", "MintFunctional.softmax.0.forward"]
     printed = _run(run, tmp_path).stdout
     assert "MintFunctional.softmax.0.backward.output.0: pass" in printed
-    (result,) = (tmp_path / "op_result_output").glob("accuracy_checking_result_*.csv")
+    assert not (tmp_path / "op_result_output").exists()  # -o given: the reports go there only
+    (result,) = (tmp_path / "msprobe_out/op_result_output").glob("accuracy_checking_result_*.csv")
     with open(result, newline="") as handle:
         assert list(csv.DictReader(handle)) == [{"API Name": "MintFunctional.softmax.0", "Forward Test Success": "pass",
                                                   "Backward Test Success": "pass", "Message": ""}]
     _run(standalone, tmp_path)
-    assert "from msprobe" not in (tmp_path / "op_scripts/MintFunctional.softmax.0.backward.py").read_text()
+    assert "from msprobe" not in (tmp_path / "msprobe_out/op_scripts/MintFunctional.softmax.0.backward.py").read_text()
     torch_apis_module.overflow(tmp_path / "overflow_dump")
     assert "first overflow: Torch.log.0" in _run(from_overflow, tmp_path).stdout
-    assert (tmp_path / "op_scripts/Torch.log.0.forward.py").is_file()
+    assert (tmp_path / "msprobe_out/op_scripts/Torch.log.0.forward.py").is_file()
     report = _run(bench, REPO).stdout
     assert re.search(r"time ratio generation/json.load: \d+\.\d+; memory ratio: \d+\.\d+", report), report

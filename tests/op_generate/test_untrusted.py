@@ -51,6 +51,37 @@ def test_the_dump_path_is_a_literal_in_the_script(tmp_path, folder):
     compile(script.read_text(), str(script), "exec")
 
 
+@pytest.mark.parametrize("argument", [{"type": "str", "value": PWN}, {"type": "int", "value": PWN},
+                                      {"type": "float", "value": PWN}, {"type": "slice", "value": [PWN, 1, None]},
+                                      {"type": "torch.Size", "value": [PWN]}, [{"type": "str", "value": PWN}],
+                                      {"nested": {"type": "str", "value": "a\nimport os; os.system('x')\n#"}}],
+                         ids=["str", "int holding text", "float holding text", "slice", "size", "list", "dict"])
+def test_text_from_dump_json_is_a_literal_in_the_script(tmp_path, argument):
+    """Any text of dump.json (an argument's value, whatever its claimed type) enters the script as a repr
+    literal, never as code (issue 40)."""
+    entry = {"input_args": [_record(-1.0, 1.0)], "input_kwargs": {"approximate": argument},
+             "output": [_record(-0.2, 1.0)]}
+    dump = _dump(tmp_path / "d", {"Functional.gelu.0.forward": entry})
+    script = generate(parse_op_config({"dump_json_path": str(dump), "api_name": "Functional.gelu.0"}),
+                      tmp_path / "out")
+    names = _code_names(script)
+    assert "__import__" not in names and "system" not in names and "os" not in names, names
+    compile(script.read_text(), str(script), "exec")
+    # the text itself is a string constant (a float's text lowercased, as the script spells inf and nan)
+    literals = {n.value.lower() for n in ast.walk(ast.parse(script.read_text()))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert PWN.lower() in literals or "a\nimport os; os.system('x')\n#" in literals, literals
+
+
+def test_a_framework_named_in_dump_json_is_checked(tmp_path):
+    dump = _dump(tmp_path / "d", _exp())
+    dump.write_text(dump.read_text().replace('"pytorch"', json.dumps(PWN)))
+    with pytest.raises(apis.MsprobeError) as refused:
+        generate(parse_op_config({"dump_json_path": str(dump), "api_name": "Torch.exp.0"}), tmp_path / "out")
+    assert "\n" not in str(refused.value) and "framework" in str(refused.value), refused.value
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("api_name", ["Torch.add(__import__('os').system('touch PWNED')) or torch.add.0",
                                       "Torch.exp/../../x.0", "Torch.exp.0\nimport os", "Torch.ex p.0"])
 def test_an_api_name_that_is_not_identifiers_is_refused_in_the_config(tmp_path, capsys, cli, api_name):

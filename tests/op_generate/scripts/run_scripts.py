@@ -15,11 +15,14 @@ def run(script: Path, out_dir: Path) -> dict:
     before = set(out_dir.glob("*.csv")) if out_dir.is_dir() else set()
     printed = io.StringIO()
     code = 0
+    argv, sys.argv = sys.argv, [str(script)]  # as `python SCRIPT` runs it: the script reads its own arguments
     with contextlib.redirect_stdout(printed):
         try:
             runpy.run_path(str(script), run_name="__main__")
         except SystemExit as exc:
             code = exc.code
+        finally:
+            sys.argv = argv
     written = sorted(set(out_dir.glob("*.csv")) - before)
     tables = {}
     for path in written:

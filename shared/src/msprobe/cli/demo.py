@@ -38,12 +38,8 @@ class DemoContext:
     """``-f`` given to the command: run only that framework's parts; None = all installed."""
     results: Dict[str, Any] = field(default_factory=dict)
     """What each finished part produced, by part name."""
-    skipped: Optional[str] = None
-    """Why the running part skipped: set by ``skip``, or by a part that says a line starting ``skipped: ``."""
 
     def say(self, line: str) -> None:
-        if line.startswith("skipped: "):  # parts written before skip() existed say it themselves
-            self.skipped = line[len("skipped: "):]
         typer.echo(f"  {line}")
 
     def skip(self, reason: str) -> None:
@@ -53,7 +49,7 @@ class DemoContext:
     def only(self, framework: str) -> None:
         """Skip the part unless ``-f`` is absent or names ``framework`` (a part of one framework calls this first)."""
         if self.framework not in (None, framework):
-            self.skip(f"framework {self.framework}")  # the words of the parts that checked -f themselves
+            self.skip(f"framework {self.framework}")
 
 
 def missing_module(exc: ImportError) -> Optional[str]:
@@ -94,10 +90,9 @@ def demo(
 
 
 def _run_part(context: DemoContext, name: str, run: Callable[[DemoContext], Any]) -> str:
-    """Run one part; "ran", "skipped" or "failed". Every part skips the same way: by ctx.skip, by saying so, or
-    by importing a module that is not installed."""
+    """Run one part; "ran", "skipped" or "failed". Every part skips the same way: by ctx.skip (ctx.only), or by
+    importing a module that is not installed."""
     started = time.perf_counter()
-    context.skipped = None
     try:
         result = run(context)
     except PartSkipped as exc:
@@ -112,8 +107,6 @@ def _run_part(context: DemoContext, name: str, run: Callable[[DemoContext], Any]
     except MsprobeError as exc:
         typer.echo(f"  failed: {exc}", err=True)
         return "failed"
-    if context.skipped is not None:
-        return "skipped"
     context.results[name] = result
     typer.echo(f"  done in {time.perf_counter() - started:.1f}s")
     return "ran"

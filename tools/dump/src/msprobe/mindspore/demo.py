@@ -9,15 +9,9 @@ STEPS = 2
 
 
 def run(ctx: Any) -> str:
-    """Returns the dump path; says so and returns "" when mindspore is not installed."""
-    if ctx.framework not in (None, "mindspore"):
-        ctx.say(f"skipped: framework {ctx.framework}")
-        return ""
-    try:
-        import mindspore as ms
-    except ImportError:
-        ctx.say("skipped: mindspore is not installed")
-        return ""
+    """Returns the dump path; skips when mindspore is not installed."""
+    ctx.only("mindspore")
+    import mindspore as ms
     import numpy as np
     from mindspore import mint, nn, ops
 

@@ -16,9 +16,7 @@ STEPS = 3
 
 def run(ctx: Any) -> str:
     """Returns the dump path (``ctx.results["dump"]`` for later parts)."""
-    if ctx.framework not in (None, "pytorch"):
-        ctx.say(f"skipped: framework {ctx.framework}")
-        return ""
+    ctx.only("pytorch")
     dump_path = Path(ctx.out_dir) / "dump"
     seed_all(1234)
     model = TinyTransformer()

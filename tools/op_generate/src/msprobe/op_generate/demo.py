@@ -17,14 +17,12 @@ def run(ctx: Any) -> str:
     """Generate the script for the overflow part's first overflowing API, run it, and say what it found."""
     dump = ctx.results.get("overflow")
     if not dump:
-        ctx.say("skipped: the overflow part found no dump to reproduce from")
-        return ""
+        ctx.skip("the overflow part found no dump to reproduce from")
     base = Path(ctx.out_dir) / "op_generate"
     try:
         config = config_from_overflow(Path(dump))
     except MsprobeError as exc:
-        ctx.say(f"skipped: {exc}")
-        return ""
+        ctx.skip(str(exc))
     script = generate(config, base, force=True)
     ctx.say(f"first overflowing API {config.api_name}: wrote {script}")
     # its own process, as a user runs it: the script writes ./op_result_output where it runs

@@ -34,7 +34,7 @@ def render_script(extracted: Extracted, config: OpConfig, standalone: bool = Fal
              f"{SIDES[framework]} {call.tested.lstrip('.')} under test, "
              f"torch {call.bench.lstrip('.')} on CPU as bench.",
              "",
-             "Written by msprobe op_generate. Run: python THIS_FILE  (writes ./op_result_output/*.csv)",
+             "Written by msprobe op_generate. Run: python THIS_FILE [-o DIR]  (writes ./op_result_output/*.csv, or DIR)",
              '"""']
     imports = [f"import {module}" for module in call.imports] + [""]
     # (an inlined runtime starts with its ``from __future__`` import, which must come first)

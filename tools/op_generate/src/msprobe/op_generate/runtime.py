@@ -2,11 +2,13 @@
 
 Runs one API on the side under test and on a torch CPU bench (floating inputs one step wider: float16 and
 bfloat16 as float32, float32 as float64) with the same inputs, and both against a float64 torch CPU golden,
-then writes ``./op_result_output/accuracy_checking_{details,result}_{YYYYmmddHHMMSS}.csv`` (verdict.py).
+then writes ``./op_result_output/accuracy_checking_{details,result}_{YYYYmmddHHMMSS}.csv`` (verdict.py; the
+script's ``-o DIR`` writes them to DIR instead).
 Needs Python 3.9+, numpy and the frameworks of the two sides only.
 """
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -257,8 +259,10 @@ def run_side(side: Any, fn: Callable, inputs: Any, sens: List[Any], backward: bo
 
 
 def main(case: Case, tested: Callable, bench: Callable, args: List[Any], kwargs: Optional[Dict[str, Any]] = None,
-         grad_outputs: Tuple[Any, ...] = (), out_dir: str = "op_result_output") -> int:
-    """Run, judge, write the two CSVs; 0 when every row passes, 1 otherwise."""
+         grad_outputs: Tuple[Any, ...] = (), argv: Optional[List[str]] = None) -> int:
+    """Run, judge, write the two CSVs; 0 when every row passes, 1 otherwise. ``argv``: the script's
+    arguments (``sys.argv[1:]`` when None)."""
+    out_dir = _arguments(case, argv).output
     sides = (_tested_side(case), TorchSide(widen="bench"), TorchSide(widen="golden"))
     by_name: Dict[str, List[Dict[str, Any]]] = {}
     notes: List[str] = []
@@ -277,6 +281,14 @@ def main(case: Case, tested: Callable, bench: Callable, args: List[Any], kwargs:
                 by_name.setdefault(f"{case.api}.{direction}.output.{k}", []).append(row)
     details = [worst(name, found, case.iter_times) for name, found in by_name.items()]
     return write_reports(case, details, sorted(set(notes)), out_dir)
+
+
+def _arguments(case: Case, argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=f"Run {case.api} on the side under test and on the torch CPU "
+                                                 f"bench, and judge both against a float64 golden.")
+    parser.add_argument("-o", "--output", default="op_result_output",
+                        help="folder of the two CSV reports (created if missing; default: ./op_result_output)")
+    return parser.parse_args(argv)
 
 
 def _guarded(side: Any, fn: Callable, inputs: Any, sens: List[Any], case: Case, notes: List[str], label: str) -> Any:
