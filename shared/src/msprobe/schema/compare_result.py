@@ -6,20 +6,29 @@ written against msprobe's tables read ours unchanged. Cells that do not apply ho
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Literal, Optional, Tuple
+
+from .dump import STAT_KEYS
 
 NAME, BENCH_NAME = "NPU Name", "Bench Name"
 BASIC = [NAME, BENCH_NAME, "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
          "NPU Requires_grad", "Bench Requires_grad"]
-STAT_NAMES = ("max", "min", "mean", "l2norm")
-"""msprobe's spelling of the four statistics in column names."""
-COLUMN_STAT_KEYS = ("Max", "Min", "Mean", "Norm")
-"""The dump-record keys behind those columns, in column order: the table is msprobe's and keeps these
-four whatever further statistics a dump's records hold (``msprobe.schema.dump.STAT_KEYS``)."""
+_STAT_COLUMNS = {  # record key: (the name in "NPU max", the diff column, the relative-error column)
+    "Max": ("max", "Max diff", "MaxRelativeErr"),
+    "Min": ("min", "Min diff", "MinRelativeErr"),
+    "Mean": ("mean", "Mean diff", "MeanRelativeErr"),
+    "Norm": ("l2norm", "L2norm diff", "NormRelativeErr"),
+}
+"""msprobe's spelling of each statistic in column names (``Norm`` is ``l2norm``/``L2norm``/``Norm``)."""
+COLUMN_STAT_KEYS = tuple(key for key in STAT_KEYS if key in _STAT_COLUMNS)
+"""The dump-record keys behind the statistics columns, in ``STAT_KEYS`` order: the statistics with a column
+spelling above. The table is msprobe's: a statistic a dump records beyond these has no column until it is
+given a spelling here."""
+STAT_NAMES = tuple(_STAT_COLUMNS[key][0] for key in COLUMN_STAT_KEYS)
 NPU_STATS = [f"NPU {s}" for s in STAT_NAMES]
 BENCH_STATS = [f"Bench {s}" for s in STAT_NAMES]
-STAT_DIFFS = ["Max diff", "Min diff", "Mean diff", "L2norm diff"]
-STAT_RELATIVE = ["MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"]
+STAT_DIFFS = [_STAT_COLUMNS[key][1] for key in COLUMN_STAT_KEYS]
+STAT_RELATIVE = [_STAT_COLUMNS[key][2] for key in COLUMN_STAT_KEYS]
 COSINE, EUC_DIST, MAX_ABS, MAX_REL = "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr"
 ONE_THOUSANDTH, FIVE_THOUSANDTHS = "One Thousandth Err Ratio", "Five Thousandths Err Ratio"
 TENSOR_METRICS = [COSINE, EUC_DIST, MAX_ABS, MAX_REL, ONE_THOUSANDTH, FIVE_THOUSANDTHS]
@@ -33,7 +42,8 @@ NOT_APPLICABLE = "N/A"
 PASS, WARNING, ERROR, DIFFERENT = "pass", "warning", "error", "Different"
 """``Result`` values; ``Different`` is msprobe's word for unequal CRC-32 in md5 mode."""
 
-MODES = ("statistics", "tensor", "md5")
+CompareMode = Literal["statistics", "tensor", "md5"]
+MODES: Tuple[str, ...] = ("statistics", "tensor", "md5")
 HEADERS: Dict[str, List[str]] = {
     "statistics": BASIC + STAT_DIFFS + STAT_RELATIVE + NPU_STATS + BENCH_STATS + EXTRA + [STACK],
     "tensor": BASIC + TENSOR_METRICS + NPU_STATS + BENCH_STATS + EXTRA + [STACK, DATA_NAME],
@@ -50,7 +60,7 @@ def result_file_name(rank: Optional[int], timestamp: str, suffix: str = ".csv", 
     return f"compare_result_{step_part}{rank_part}_{timestamp}{suffix}"
 
 
-def header(mode: str) -> List[str]:
+def header(mode: CompareMode) -> List[str]:
     if mode not in HEADERS:
         raise ValueError(f"compare mode must be one of {MODES}, got {mode!r}")
     return list(HEADERS[mode])

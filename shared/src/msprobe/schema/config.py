@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from .errors import PathLike, SchemaError
 from .flight_recorder import KEYS as RECORDER_KEYS, FlightRecorderConfig, parse_recorder, recorder_to_json
 from .jsonio import load_json
-from .kinds import LEVELS, TASKS
+from .kinds import LEVELS, TASKS, Level
 from .ranges import IntRanges
 from .values import boolean, choice, int_list, optional_int, optional_string, str_list, string, unknown
 
 DATA_MODES = ("all", "forward", "backward", "input", "output")
-SUMMARY_MODES = ("statistics", "md5", "xor")
+SummaryMode = Literal["statistics", "md5", "xor"]
+SUMMARY_MODES: Tuple[str, ...] = ("statistics", "md5", "xor")
 FILE_FORMATS = ("npy", "bin")
 PRECISIONS = ("low", "high")
 RISK_LEVELS = ("CORE", "FOCUS", "ALL")
@@ -42,7 +43,7 @@ class TaskConfig:
     """Substrings: record only entries whose name contains one of them."""
     data_mode: Tuple[str, ...] = ("all",)
     """``all`` or a subset of forward, backward, input, output."""
-    summary_mode: str = "statistics"
+    summary_mode: SummaryMode = "statistics"
     """``statistics`` (Max/Min/Mean/Norm), ``md5`` (adds the CRC-32 of the raw bytes) or ``xor`` (msprobe
     26.x: a 64-bit XOR checksum of the raw bytes, ``"0x"`` and 16 hex digits, in the ``md5`` field)."""
     file_format: str = "npy"
@@ -72,7 +73,7 @@ class DebuggerConfig:
     """Ranks to record, kept as ranges (``r in config.rank``); empty = all."""
     step: IntRanges = IntRanges()
     """Steps to record, kept as ranges (``s in config.step``); empty = all."""
-    level: str = "L1"
+    level: Level = "L1"
     """L0 (modules), L1 (APIs) or mix (both)."""
     seed: Optional[int] = None
     """Seed for seed_all when the file asks for one."""
@@ -105,7 +106,7 @@ class DebuggerConfig:
     """Upstream keys and sections accepted but unused by this suite (reported, not silently dropped)."""
 
     @property
-    def summary_mode(self) -> str:
+    def summary_mode(self) -> SummaryMode:
         return self.task_config.summary_mode
 
     def wants_step(self, step: int) -> bool:

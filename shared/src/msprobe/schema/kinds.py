@@ -21,6 +21,9 @@ TASKS: Tuple[str, ...] = ("statistics", "tensor", "overflow_check", "flight_reco
 Level = Literal["L0", "L1", "mix"]
 LEVELS: Tuple[str, ...] = ("L0", "L1", "mix")
 """What config.json's ``level`` accepts for a dump."""
+MODULE_LEVELS: Tuple[str, ...] = ("L0", "mix")
+"""The levels that record modules (cells); ``API_LEVELS`` record APIs (``mix``: both)."""
+API_LEVELS: Tuple[str, ...] = ("L1", "mix")
 
 DUMP_LEVELS: Tuple[str, ...] = LEVELS + ("L2",)
 """What a dump.json's ``level`` may say: msprobe's L2 is its kernel-level dump, read but never written here."""

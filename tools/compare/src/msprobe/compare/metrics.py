@@ -48,15 +48,16 @@ def stat_text(value: Any) -> str:
 
 def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
                   scale_of: Callable[[], float]) -> Tuple[List[str], float, List[str]]:
-    """The 16 statistics cells (4 diffs, 4 relative errors, 4 target values, 4 golden values), the largest
-    scaled error ``|t - g| / max(|g|, scale_of())`` (inf when finiteness differs; the scale is asked for only
-    when the values differ), and the statistics one side does not record (null: msprobe writes no Mean or
-    Norm for integer tensors), which are not compared: a missing number is no disagreement."""
+    """The statistics cells (the diffs, the relative errors, the target values, then the golden values, each
+    in ``COLUMN_STAT_KEYS`` order), the largest scaled error ``|t - g| / max(|g|, scale_of())`` (inf when
+    finiteness differs; the scale is asked for only when the values differ), and the statistics one side
+    does not record (null: msprobe writes no Mean or Norm for integer tensors), which are not compared: a
+    missing number is no disagreement."""
     t_vals = [target.get(key) for key in COLUMN_STAT_KEYS]
     g_vals = [golden.get(key) for key in COLUMN_STAT_KEYS]
     t_texts = [stat_text(v) for v in t_vals]
     if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
-        return ["0"] * 8 + t_texts + t_texts, 0.0, []
+        return ["0"] * (2 * len(COLUMN_STAT_KEYS)) + t_texts + t_texts, 0.0, []
     g_texts = [stat_text(v) for v in g_vals]
     diffs, rels, worst, one_sided = [], [], 0.0, []
     scale = scale_of()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from msprobe.schema import DumpFile, MsprobeError, RankDir, iter_records
+from msprobe.schema.compare_result import CompareMode
 
 _PROBE_ENTRIES = 64
 """Entries looked at to tell what a dump holds (a dump is written in one summary mode throughout)."""
@@ -29,7 +30,7 @@ def describe(dump: DumpFile, rank: RankDir) -> str:
 
 
 def choose_mode(target: DumpFile, golden: DumpFile, target_rank: RankDir, golden_rank: RankDir,
-                statistics: bool = False) -> Tuple[str, str]:
+                statistics: bool = False) -> Tuple[CompareMode, str]:
     """(mode, note for the user: empty when both sides hold the same kind of data); ``statistics``: tensor
     dumps are compared by their statistics, no tensor file read (``--statistics``)."""
     kinds = describe(target, target_rank), describe(golden, golden_rank)

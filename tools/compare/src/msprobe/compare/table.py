@@ -7,7 +7,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from msprobe.schema.compare_result import COLUMN_STAT_KEYS, DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING
+from msprobe.schema.compare_result import (COLUMN_STAT_KEYS, DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING,
+                                           CompareMode)
 
 from .judge import rms, structural_problems
 from .metrics import UNSUPPORTED, compare_stats, stat_text, tensor_metrics
@@ -16,7 +17,8 @@ from .table_row import TableRow, blank_row
 from .tensor_files import load_array
 
 NO_BENCH = "No bench data matched."
-_NA4 = (NOT_APPLICABLE,) * 4
+_STATS = len(COLUMN_STAT_KEYS)
+_NA_STATS = (NOT_APPLICABLE,) * _STATS
 
 
 def _no_scale() -> float:
@@ -48,15 +50,15 @@ def _describe(row: Row) -> Tuple[str, str, str]:
 
 def stat_cells(row: Optional[Row]) -> Tuple[str, ...]:
     if row is None:
-        return _NA4
+        return _NA_STATS
     if row.is_tensor:
         return tuple(stat_text(row.record.get(key)) for key in COLUMN_STAT_KEYS)
     _, value = plain_value(row.record)
-    return (stat_text(value),) * 4
+    return (stat_text(value),) * _STATS
 
 
 def _plain_as_record(row: Row) -> Dict[str, Any]:
-    """A plain value standing for all four statistics (a list or dict value as its text)."""
+    """A plain value standing for every statistic (a list or dict value as its text)."""
     _, value = plain_value(row.record)
     if isinstance(value, (list, dict)):
         value = str(value)
@@ -66,7 +68,7 @@ def _plain_as_record(row: Row) -> Dict[str, Any]:
 class RowJudge:
     """Turns a (target, golden) row pair into a table row, a result and a scaled error."""
 
-    def __init__(self, mode: str, tolerance_of, target_dir: Optional[Path] = None,
+    def __init__(self, mode: CompareMode, tolerance_of, target_dir: Optional[Path] = None,
                  golden_dir: Optional[Path] = None, max_tensor_bytes: int = 2 << 30,
                  same_framework: bool = True) -> None:
         self.mode = mode
@@ -115,11 +117,12 @@ class RowJudge:
         g_rec = golden.record if golden.is_tensor else _plain_as_record(golden)
         values, error, one_sided = compare_stats(t_rec, g_rec, (lambda: rms(g_rec)) if golden.is_tensor else _no_scale)
         messages = [_one_sided_message(one_sided, t_rec)] if one_sided else []
-        cells.target_stats, cells.golden_stats = tuple(values[8:12]), tuple(values[12:16])
+        n = _STATS
+        cells.target_stats, cells.golden_stats = tuple(values[2 * n:3 * n]), tuple(values[3 * n:])
         if self.mode == "tensor":  # a plain value, or a side without its file: no tensor metric
             cells.tensor_metrics = (UNSUPPORTED if not target.is_tensor else NOT_APPLICABLE,) * 6
             return error, messages + ([] if not target.is_tensor else ["Compared by statistics."])
-        cells.stat_diffs, cells.stat_relative = tuple(values[:4]), tuple(values[4:8])
+        cells.stat_diffs, cells.stat_relative = tuple(values[:n]), tuple(values[n:2 * n])
         return error, messages
 
     def _md5(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:

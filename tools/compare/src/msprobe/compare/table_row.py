@@ -33,7 +33,7 @@ class TableRow:
     target_requires_grad: str = _col(BASIC[6])
     golden_requires_grad: str = _col(BASIC[7])
     stat_diffs: Sequence[Any] = _col(*STAT_DIFFS)
-    """Statistics mode: the four differences, then (``stat_relative``) the four relative errors."""
+    """Statistics mode: the differences, then (``stat_relative``) the relative errors."""
     stat_relative: Sequence[Any] = _col(*STAT_RELATIVE)
     tensor_metrics: Sequence[Any] = _col(*TENSOR_METRICS)
     """Tensor mode: Cosine ... Five Thousandths Err Ratio."""
@@ -73,11 +73,22 @@ def _where(header: Tuple[str, ...]) -> List[Tuple[str, Any]]:
     return [where[column] for column in header]
 
 
+def _blank_cells() -> Dict[str, Any]:
+    """Every field ``N/A`` (one per column it fills), ``err_message`` an empty JSON list: from the fields'
+    columns, so a new column needs nothing here."""
+    cells: Dict[str, Any] = {}
+    for item in fields(TableRow):
+        columns = item.metadata["columns"]
+        cells[item.name] = NOT_APPLICABLE if len(columns) == 1 else (NOT_APPLICABLE,) * len(columns)
+    cells["err_message"] = "[]"
+    return cells
+
+
+_BLANK = _blank_cells()
+
+
 def blank_row(name: str) -> TableRow:
     """A row with every cell ``N/A`` (the judge fills what its mode has)."""
-    na4 = (NOT_APPLICABLE,) * 4
-    return TableRow(name, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE,
-                    NOT_APPLICABLE, NOT_APPLICABLE, na4, na4, (NOT_APPLICABLE,) * 6, na4, na4, NOT_APPLICABLE,
-                    NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE, "[]", NOT_APPLICABLE, NOT_APPLICABLE)
+    return TableRow(**dict(_BLANK, target_name=name))
 
 

@@ -215,7 +215,7 @@ class BaseDebugger:
     def _models(self, model: Any) -> List[Any]:
         level = self.engine.config.level  # (the engine's: the flight recorder's ring is L0 whatever the file says)
         if model is None:
-            if level in ("L0", "mix"):
+            if self.engine.module_level:
                 raise MsprobeError(f"PrecisionDebugger.start(): argument 'model': level {level} records modules, "
                                    f"so start(model=...) needs {self._model_needed}")
             return []

@@ -14,6 +14,7 @@ import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from msprobe.schema import DebuggerConfig, MsprobeError
+from msprobe.schema.kinds import API_LEVELS, MODULE_LEVELS
 from msprobe.schema.names import api_entry, module_entry, params_grad_entry
 from msprobe.schema.tree import rank_dir_name, step_dir_name
 
@@ -46,8 +47,8 @@ class DumpEngine:
         self.recording = False
         self.opened = False
         """A window of this step was opened (start() to step()): parameter gradients belong to it"""
-        self.module_level = config.level in ("L0", "mix")
-        self.api_level = config.level in ("L1", "mix")
+        self.module_level = config.level in MODULE_LEVELS
+        self.api_level = config.level in API_LEVELS
         self.busy = False
         """The engine runs framework ops of its own (inside ``guard``): hooks must pass calls through"""
         self._counters: Dict[str, int] = {}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from msprobe.schema.config import SummaryMode
 from msprobe.schema.dump import STAT_KEYS
 
 from .adapter import Adapter
@@ -28,7 +29,7 @@ class PendingTensor:
 class Encoder:
     """Turns arguments, outputs and gradients into records; collects the tensors met on the way."""
 
-    def __init__(self, adapter: Adapter, precision: str, summary_mode: str, snapshots: bool) -> None:
+    def __init__(self, adapter: Adapter, precision: str, summary_mode: SummaryMode, snapshots: bool) -> None:
         self.adapter = adapter
         self.precision = precision
         self.md5 = summary_mode == "md5"

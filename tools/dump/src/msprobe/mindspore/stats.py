@@ -23,7 +23,7 @@ import mindspore as ms
 import numpy as np
 
 from msprobe.dump import kernels
-from msprobe.schema.dump import STAT_KEYS
+from msprobe.schema.dump import STAT_KEYS, max_min_record, stat_record
 
 _INT_TYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 _FLOAT_TYPES = ("Float16", "Float32", "Float64", "BFloat16")
@@ -80,7 +80,7 @@ def tensor_stats(tensor: Any, precision: str = "low", md5: bool = False, on_host
 def numpy_stats(array: np.ndarray, precision: str = "low") -> Dict[str, Any]:
     """Max/Min/Mean/Norm of a host array with the format's rules (bool: any/all, no Mean/Norm)."""
     if array.dtype == np.bool_:
-        return {"Max": bool(array.any()), "Min": bool(array.all()), "Mean": None, "Norm": None}
+        return max_min_record(bool(array.any()), bool(array.all()))
     if array.dtype.kind not in "iuf":
         return dict.fromkeys(STAT_KEYS)
     if precision == "low" and array.dtype in _LOW_KINDS:
@@ -89,7 +89,7 @@ def numpy_stats(array: np.ndarray, precision: str = "low") -> Dict[str, Any]:
     with np.errstate(all="ignore"):
         amax, amin, mean = wide.max(), wide.min(), wide.mean()
         norm = _norm(wide)
-    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(mean), "Norm": _number(norm)}
+    return stat_record(_number(amax), _number(amin), _number(mean), _number(norm))
 
 
 _LOW_KINDS = {np.dtype(np.float16): kernels.F16, np.dtype(np.float32): kernels.F32,
@@ -110,8 +110,7 @@ def _low_stats(array: np.ndarray) -> Dict[str, Any]:
         with np.errstate(all="ignore"):
             amax, amin, total = flat.max(), flat.min(), flat.sum(dtype=flat.dtype)
             norm = _norm(flat)
-    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(float(total) / flat.size),
-            "Norm": _number(norm)}
+    return stat_record(_number(amax), _number(amin), _number(float(total) / flat.size), _number(norm))
 
 
 def _norm(wide: np.ndarray) -> float:
@@ -158,7 +157,7 @@ def _device_values(values: np.ndarray, tensor: Any) -> Dict[str, Any]:
         norm = scale * math.sqrt(float((scaled * scaled).sum().asnumpy()))
     else:
         norm = math.sqrt(squares)
-    return {"Max": _number(amax), "Min": _number(amin), "Mean": _number(mean), "Norm": _number(norm)}
+    return stat_record(_number(amax), _number(amin), _number(mean), _number(norm))
 
 
 def _number(value: Any) -> Optional[float]:

@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
+from msprobe.schema.dump import max_min_record, stat_record
+
 from . import stats
 
 _JAGGED = getattr(torch, "jagged", None)  # (torch >= 2.1)
@@ -68,8 +70,7 @@ def sparse_stats(tensor: torch.Tensor, precision: str, md5: bool) -> Dict[str, A
     if stored < numel and kind is not None and not tensor.is_meta:  # (a meta tensor has no values at all)
         zero = {"float": 0.0, "int": 0, "bool": False}[kind]
         if found["Max"] is None:  # nothing stored: all zeros
-            found = {"Max": zero, "Min": zero, "Mean": 0.0 if kind == "float" else None,
-                     "Norm": 0.0 if kind == "float" else None}
+            found = stat_record(zero, zero, 0.0, 0.0) if kind == "float" else max_min_record(zero, zero)
         else:
             found["Max"], found["Min"] = max(found["Max"], zero), min(found["Min"], zero)
             if found["Mean"] is not None:

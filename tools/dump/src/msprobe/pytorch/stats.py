@@ -8,7 +8,7 @@ import numpy
 import torch
 
 from msprobe.dump import kernels
-from msprobe.schema.dump import STAT_KEYS
+from msprobe.schema.dump import STAT_KEYS, max_min_record, stat_record
 
 from .checksum import has_bytes, hex_word, xor_host, xor_on_device
 from .content_cache import dense
@@ -140,15 +140,15 @@ def _kernel_stats(t: torch.Tensor, dtype: Any, numel: int, rows: bool) -> Any:
         high, low, total, squares = kernel.row_stats(t.data_ptr(), KERNEL_KINDS[dtype], tuple(t.shape), t.stride())
     else:
         return None
-    return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(squares)}
+    return stat_record(high, low, total / numel, math.sqrt(squares))
 
 
 def _int_stats(high: int, low: Any, scalar: bool = False) -> Dict[str, Any]:
     """An integer tensor's statistics as msprobe writes them: Max and Min as integers, Mean and Norm null;
     a 0-d one (``scalar``): its value, four times."""
     if scalar:
-        return {"Max": high, "Min": high, "Mean": high, "Norm": high}
-    return {"Max": high, "Min": low, "Mean": None, "Norm": None}
+        return stat_record(high, high, high, high)
+    return max_min_record(high, low)
 
 
 _EXACT = 1 << 53  # integers a double holds exactly
@@ -164,7 +164,7 @@ def _kernel_int_stats(t: torch.Tensor, dtype: Any, numel: int) -> Any:
         return None
     values = kernel.int_stats(t.data_ptr(), KERNEL_INT_KINDS[dtype], tuple(t.shape), t.stride())
     if dtype == torch.bool:
-        return {"Max": values[0], "Min": values[1], "Mean": None, "Norm": None}
+        return max_min_record(values[0], values[1])
     high, low = values[0], values[1]
     if not (-_EXACT < low and high < _EXACT):
         low, high = torch.aminmax(t.detach() if t.requires_grad else t)
@@ -200,7 +200,7 @@ def _host_stats(t: torch.Tensor, kind: str, dtype: Any, numel: int, precision: s
         total = float(_dot(flat, _ONES32[:numel]))
     # on the dense copy/view: the widening is exact and monotonic, so Max/Min are unchanged
     high, low = float(_max_of(flat)), float(_min_of(flat))
-    return {"Max": high, "Min": low, "Mean": total / numel, "Norm": math.sqrt(float(_dot(flat, flat)))}
+    return stat_record(high, low, total / numel, math.sqrt(float(_dot(flat, flat))))
 
 
 def _crc(t: torch.Tensor) -> Any:
@@ -261,7 +261,7 @@ def from_values(handles: Sequence[Handle], flat: Sequence[Any]) -> List[Dict[str
             position += 4
             if handle.squared:
                 norm = math.sqrt(norm)
-            stats = {"Max": float(high), "Min": float(low), "Mean": total / handle.numel, "Norm": norm}
+            stats = stat_record(float(high), float(low), total / handle.numel, norm)
         elif handle.kind == "int":
             high, low = flat[position:position + 2]
             position += 2
@@ -275,7 +275,7 @@ def from_values(handles: Sequence[Handle], flat: Sequence[Any]) -> List[Dict[str
         elif handle.kind == "bool":
             anyv, allv = flat[position:position + 2]
             position += 2
-            stats = {"Max": bool(anyv), "Min": bool(allv), "Mean": None, "Norm": None}
+            stats = max_min_record(bool(anyv), bool(allv))
         else:
             stats = dict(_NULL)
         if handle.crc is not None:

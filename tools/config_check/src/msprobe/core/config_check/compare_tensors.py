@@ -45,8 +45,8 @@ class _Table:
     def add_stats(self, key: Tuple[Any, ...], b: Any, c: Any) -> bool:
         """Statistics of both sides, to compare in finish(); False when either is not a statistics dict."""
         try:
-            b_values = (b["max"], b["min"], b["mean"], b["norm"])
-            c_values = (c["max"], c["min"], c["mean"], c["norm"])
+            b_values = tuple(b[stat] for stat in STAT_KEYS)
+            c_values = tuple(c[stat] for stat in STAT_KEYS)
         except (KeyError, TypeError, IndexError):
             return False
         self._slots.append((len(self.rows), key))

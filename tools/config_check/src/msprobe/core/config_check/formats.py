@@ -22,6 +22,9 @@ PIP = "pip"
 HYPER_STATIC = "hyperparameters/hyperparameters_static.json"
 HYPER_DYNAMIC = "hyperparameters/hyperparameters_dynamic.json"
 STAT_KEYS = ("max", "min", "mean", "norm")
+"""A tensor's statistics in weight.json and dataset.json, msprobe config_check's pack format: not
+derived from the dump's ``msprobe.schema.dump.STAT_KEYS``, because a statistic the dump adds must not
+change the pack, or packs written by msprobe (these four keys) would stop reading as statistics."""
 
 _WEIGHTS = re.compile(r"^weights/step(\d+)/rank(\d+)/weight\.json$")
 _DATASET = re.compile(r"^dataset/step(\d+)/rank(\d+)/dataset\.json$")

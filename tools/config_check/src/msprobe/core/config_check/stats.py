@@ -7,6 +7,8 @@ from typing import Any, Callable, Dict, Iterator, Tuple
 from msprobe.schema.errors import MsprobeError
 from msprobe.schema.kinds import FRAMEWORKS
 
+from .formats import STAT_KEYS
+
 
 def check_framework(fmk: str) -> str:
     if fmk not in FRAMEWORKS:
@@ -48,7 +50,7 @@ class TorchAdapter:
             elif x.dtype not in (torch.float32, torch.float64):
                 x = x.float()
             values = torch.stack([x.max(), x.min(), x.mean(), torch.linalg.vector_norm(x)]).tolist()
-        return dict(zip(("max", "min", "mean", "norm"), values))
+        return dict(zip(STAT_KEYS, values))
 
     def named_parameters(self, model: Any) -> Iterator[Tuple[str, Any]]:
         return model.named_parameters()
@@ -93,8 +95,8 @@ class MindSporeAdapter:
         x = tensor.asnumpy()
         if not np.issubdtype(x.dtype, np.floating):
             x = x.astype(np.float64)
-        return {"max": float(x.max()), "min": float(x.min()), "mean": float(x.mean()),
-                "norm": float(np.linalg.norm(x.ravel()))}
+        values = (float(x.max()), float(x.min()), float(x.mean()), float(np.linalg.norm(x.ravel())))
+        return dict(zip(STAT_KEYS, values))
 
     def named_parameters(self, model: Any) -> Iterator[Tuple[str, Any]]:
         return model.parameters_and_names()
