@@ -32,6 +32,17 @@ def _archive(members) -> bytes:
     return buffer.getvalue()
 
 
+def _shared_children(levels: int = 40) -> bytes:
+    """A .pt of ``levels`` nested dicts ``{"a": node, "b": node}`` sharing one child (issue 40): a few hundred
+    bytes, 2**levels paths to walk."""
+    node = {"w": 1}
+    for _ in range(levels):
+        node = {"a": node, "b": node}
+    return _archive([("archive/data.pkl", pickle.dumps({"model": node, "iteration": 1}, protocol=2)),
+                     ("archive/version", b"3\n")])
+
+
+SHARED = _shared_children()
 pickles = st.one_of(st.binary(max_size=64),
                     st.recursive(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.floats()),
                                  lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -51,6 +62,7 @@ trackers = st.one_of(st.sampled_from([b"1", b"release", b"", b"x", b"-3", b"9999
 @given(first=pt_files, second=pt_files, layout=layouts, tracker=trackers)
 @example(first=REAL, second=REAL, layout="iter_0000001/mp_rank_00/model_optim_rng.pt", tracker=b"1")
 @example(first=REAL[:100], second=REAL, layout="iter_0000001/mp_rank_00/model_optim_rng.pt", tracker=b"1")
+@example(first=SHARED, second=REAL, layout="iter_0000001/mp_rank_00/model_optim_rng.pt", tracker=b"1")
 def test_checkpoint_compare_command(tmp_path_factory, capsys, first, second, layout, tracker):
     root = tmp_path_factory.mktemp("ckpts")
     for name, data in (("a", first), ("b", second)):
@@ -63,3 +75,5 @@ def test_checkpoint_compare_command(tmp_path_factory, capsys, first, second, lay
     code, err = run_command(main, capsys, args, (0, 2), 20)
     if first == second == REAL and tracker == b"1" and layout.startswith("iter_0000001/mp_rank_00/"):
         assert code == 0 and (root / "out.json").is_file(), err
+    if first == SHARED and tracker == b"1" and layout.startswith("iter_0000001/mp_rank_00/"):
+        assert code == 2 and "objects (counting shared ones" in err, err  # bounded, at once

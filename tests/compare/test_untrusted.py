@@ -1,8 +1,10 @@
 """Dumps from someone else's machine (issue 40): their strings stay text in the CSV and the workbook, and a tensor
 comparison whose tensor files are missing, cut short, outside the dump or holding code is an error naming the
-file (exit 2, one line, no -o folder left), not a pass; ``--statistics`` compares such dumps by statistics."""
+file (exit 2, one line, no -o folder left), not a pass; ``--statistics`` compares such dumps by statistics. Names
+holding terminal escape codes are printed escaped; a 401-digit statistic compares as inf."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -13,6 +15,8 @@ from openpyxl import load_workbook
 from openpyxl.utils.escape import unescape
 
 from tests.compare.compare_helpers import PLANTED_API, msprobe, read_csv, renamed_copy
+from tests.support.cli import MSPROBE
+from tests.support.terminal import HOSTILE_ESCAPES, HOSTILE_SHOWN, TERMINAL_CONTROL, printed
 
 # what a spreadsheet would run, or read as a formula, if the cell were not neutralised
 FORMULAS = {"link": '=HYPERLINK("http://127.0.0.1:9/leak","click")', "sum": "=1+1", "plus": "+1+1",
@@ -106,3 +110,35 @@ def test_a_tensor_comparison_that_cannot_read_a_tensor_is_an_error(tiny_dumps, t
     done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["tensor"], "-o", out, "--statistics", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "compared by statistics, as asked" in done.stdout and not (tmp_path / "PWNED").exists()
+
+
+def test_names_holding_terminal_escape_codes_are_printed_escaped(tiny_dumps, tmp_path):
+    """Entry and module names from someone else's dump holding ``\\x1b]0;pwn\\x07`` (the terminal's title) or
+    ``\\x1b[2J`` (clear the screen) are printed escaped in the report on the console; the files keep them."""
+    hostile = {"gelu": f"gelu{HOSTILE_ESCAPES}", "mlp": f"mlp{HOSTILE_ESCAPES}"}
+    target = renamed_copy(tiny_dumps["statistics_planted"], tmp_path / "target", hostile)
+    golden = renamed_copy(tiny_dumps["statistics"], tmp_path / "golden", hostile)
+    code, out, err = printed([MSPROBE, "compare", "-tp", target, "-gp", golden, "-o", tmp_path / "out", "--no-xlsx"],
+                             tmp_path)
+    assert code == 1 and TERMINAL_CONTROL.search(out + err) is None, (out, err)
+    said = out.decode()
+    assert f"first divergence at Functional.gelu{HOSTILE_SHOWN}.1.forward (forward)" in said, said
+    assert f"mlp{HOSTILE_SHOWN}" in said, said  # the module chain
+    summary = json.loads((tmp_path / "out" / "compare_summary.json").read_text())
+    assert summary["first_divergence"]["entry"] == f"Functional.gelu{HOSTILE_ESCAPES}.1.forward"
+
+
+def test_a_401_digit_statistic_compares_as_infinity(tiny_dumps, tmp_path):
+    """A statistic written as a 401-digit integer (issue 40) reads as inf, as 1e400 does: compared, no traceback."""
+    target = tmp_path / "target"
+    shutil.copytree(tiny_dumps["statistics"], target)
+    for path in target.rglob("dump.json"):
+        doc = json.loads(path.read_text())
+        doc["data"][PLANTED_API]["output"][0]["Max"] = 10 ** 400
+        path.write_text(json.dumps(doc))
+    done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["statistics"], "-o", tmp_path / "out", "--no-xlsx")
+    # (an inf where the other side is finite is an error row, judged recorded differently: no divergence)
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    (csv_path,) = (tmp_path / "out").glob("compare_result_*.csv")
+    row = {r["NPU Name"]: r for r in read_csv(csv_path)}[f"{PLANTED_API}.output.0"]
+    assert float(row["NPU max"]) == float("inf") and row["Result"] == "error", row

@@ -61,6 +61,9 @@ def test_config_check_compare_command(tmp_path_factory, capsys, bench, cmp):
                       json_value.map(json.dumps)),
        suffix=st.sampled_from([".sh", ".yaml", ".yml", ".txt"]))
 @example(text="torchrun train.py --api-key sk-secret --password hunter2 --bf16\n", suffix=".sh")
+# issue 40: an option set twice is stored as duplicate_value, each value masked
+@example(text="torchrun train.py --password hunter2 --lr 1\ntorchrun train.py --password=sk-secret\n", suffix=".sh")
+@example(text="password: hunter2\nauth:\n  password: sk-secret\n", suffix=".yaml")
 @example(text="a:\n" + "  - " * 2000 + "x\n", suffix=".yaml")
 def test_config_check_pack_command(tmp_path_factory, capsys, text, suffix):
     root = tmp_path_factory.mktemp("scripts")

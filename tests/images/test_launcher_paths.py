@@ -1,18 +1,20 @@
-"""What `msprobe run` mounts (tools/launcher guard.py), the hint for a missing base, and the launcher README's
-commands: all decided before the docker daemon is asked, so no daemon is needed here (DOCKER_HOST names none,
-and a refusal must come before "no docker daemon answers")."""
+"""What `msprobe run` mounts (tools/launcher guard.py), who the container runs as (owner.py), the hint for a
+missing base, and the launcher README's commands: all decided before the docker daemon is asked, so no daemon
+is needed here (DOCKER_HOST names none, or a stand-in answers, and a refusal must come before "no docker
+daemon answers")."""
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import List, Tuple
 
 import pytest
 
 from msprobe.launcher import names
-from msprobe.launcher.run import plan
+from msprobe.launcher.run import plan, run
 from msprobe.schema import MsprobeError
 from tests.support.cli import MSPROBE
 from tests.support.readme import code_blocks
@@ -87,6 +89,53 @@ def test_sockets_and_the_kernels_folders_are_never_mounted(tmp_path):
     assert args == ["inspect", "--json", str(tmp_path / "dump")]
     assert volumes == {str(tmp_path / "out"): {"bind": str(tmp_path / "out"), "mode": "rw"},
                        str(tmp_path / "dump"): {"bind": str(tmp_path / "dump"), "mode": "ro"}}
+
+
+class _Container:
+    """A container that runs nothing and exits 0 (what ``run`` asks of one)."""
+
+    def attach(self, **_):
+        return iter(())
+
+    def start(self):
+        pass
+
+    def wait(self):
+        return {"StatusCode": 0}
+
+    def remove(self, force):
+        pass
+
+
+class _Client:
+    """Stands in for the docker daemon: an image naming ``user``, and the arguments the container got."""
+
+    def __init__(self, user: str) -> None:
+        self.images = SimpleNamespace(get=lambda name: SimpleNamespace(attrs={"Config": {"User": user}}))
+        self.containers = SimpleNamespace(create=self._create)
+        self.created: dict = {}
+
+    def _create(self, image, **kwargs):
+        self.created = kwargs
+        return _Container()
+
+
+@pytest.mark.parametrize("named, runs_as", [("1000:1000", (1000, 1000)), ("", (1000, 1000)), ("0", (1000, 1000)),
+                                            ("root", (1000, 1000)), ("1234", (1234, 1234))])
+def test_as_root_the_container_runs_as_the_images_non_root_user(tmp_path, monkeypatch, named, runs_as):
+    """Root's container runs as the image's user (the suite's 1000:1000 where the image names root, a name or
+    nobody), never as root, with no capabilities; the output folder is lent to that user and given back
+    (tests/images/test_images.py runs the same with the daemon)."""
+    owners = []
+    monkeypatch.setattr(os, "getuid", lambda: 0)
+    monkeypatch.setattr(os, "getgid", lambda: 0)
+    monkeypatch.setattr(os, "chown", lambda path, uid, gid: owners.append((str(path), uid, gid)))
+    client, out = _Client(named), tmp_path / "out"
+    assert run(client, names.default_spec("shared"), ["--help"], out) == 0
+    made = client.created
+    assert made["user"] == "%d:%d" % runs_as and made["cap_drop"] == ["ALL"], made
+    assert made["security_opt"] == ["no-new-privileges"] and made["network_mode"] == "none", made
+    assert owners == [(str(out), *runs_as), (str(out), 0, 0)]  # lent for the run, the caller's again after
 
 
 def test_a_missing_base_is_named_with_the_one_command_that_builds_it():

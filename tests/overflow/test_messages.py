@@ -14,6 +14,7 @@ from msprobe.pytorch import PrecisionDebugger, seed_all
 from msprobe.pytorch.tiny_model import TinyTransformer, make_batch, train_step
 from overflow_builders import api, write_rank
 from tests.support.cli import MSPROBE, msprobe
+from tests.support.terminal import HOSTILE_ESCAPES, HOSTILE_SHOWN, TERMINAL_CONTROL, printed
 
 def test_masked_attention_dump_counts_agree_and_say_how_to_include_them(tmp_path):
     """The demo's transformer masks attention with -inf: inspect counts those tensors, overflow_check counts
@@ -117,3 +118,20 @@ def test_ignore_list_leaves_out_a_listed_api_and_says_so(tmp_path):
     assert bad.returncode == 2 and bad.stderr == (
         "msprobe: error: command line: field '--ignore[0]': expected API[:inf|-inf|nan] (an entry name without its "
         "call count and direction), e.g. Torch.log:-inf, got 'log'\n"), bad.stderr
+
+
+def test_names_holding_terminal_escape_codes_are_printed_escaped(tmp_path):
+    """An entry, module or stack frame of someone else's dump naming ``\\x1b]0;pwn\\x07`` (the terminal's title)
+    or ``\\x1b[2J`` (clear the screen) is printed escaped on the console; the JSON report keeps the name as it is."""
+    big = torch.full((2,), 20.0, dtype=torch.float16)
+    entry, module = f"Torch.exp{HOSTILE_ESCAPES}.0.forward", f"Module.blk{HOSTILE_ESCAPES}.Block.forward.0"
+    write_rank(tmp_path / "dump" / "step0" / "rank0", [(entry, api([big], [torch.exp(big)]))],
+               construct={entry: module}, stacks={entry: [f"File model{HOSTILE_ESCAPES}.py, line 3, in forward"]})
+    code, out, err = printed([MSPROBE, "overflow_check", "-i", "dump", "-o", "out"], tmp_path)
+    assert code == 0 and TERMINAL_CONTROL.search(out + err) is None, (out, err)
+    said = out.decode()
+    assert f"overflow started on rank0 at Torch.exp{HOSTILE_SHOWN}.0.forward" in said, said
+    assert f"Module.blk{HOSTILE_SHOWN}.Block.forward.0" in said, said
+    assert f"File model{HOSTILE_SHOWN[:-2]} .py, line 3" in said, said  # (a frame's white space, \r too, is one space)
+    [report] = (tmp_path / "out").iterdir()
+    assert json.loads(report.read_text())["rank_0"][0]["op_name"] == entry

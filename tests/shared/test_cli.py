@@ -6,9 +6,10 @@ import os
 
 import pytest
 
+from msprobe.cli.terminal import printable
 from msprobe.schema import RankWriter
 from tests.support.cli import MSPROBE, assert_one_line_error, msprobe
-from tests.support.terminal import on_a_terminal
+from tests.support.terminal import HOSTILE_ESCAPES, HOSTILE_SHOWN, TERMINAL_CONTROL, on_a_terminal, printed
 
 
 def test_help_version_and_framework_styles(upstream_dump):
@@ -52,6 +53,35 @@ def test_inspect_reads_an_interrupted_run_and_counts_inf_nan(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "recovered from the journal" in result.stdout and "Torch.exp.0.forward: output.0" in result.stdout
     assert "1 with inf/nan" in result.stdout
+
+
+def test_printable_escapes_what_a_terminal_would_act_on_and_nothing_else():
+    # C0 and C1 controls (\x9b is an 8-bit CSI), a bidi override, a lone surrogate; text of any script stays
+    assert printable("a\x1b[2J\x07\x9b\u202eb\udc80\t\n") == "a\\x1b[2J\\x07\\x9b\\u202eb\\udc80\\t\\n"
+    assert printable("Torch.exp.0.forward 中文 é \\x1b") == "Torch.exp.0.forward 中文 é \\x1b"
+
+
+def test_inspect_prints_names_holding_terminal_escape_codes_escaped(tmp_path):
+    """An entry name from someone else's dump holding ``\\x1b]0;pwn\\x07`` or ``\\x1b[2J`` is printed escaped, in
+    the summary and in the error line naming it; ``--json`` holds it as JSON escapes it."""
+    writer = RankWriter(tmp_path / "dump" / "step0" / "rank0", {"task": "statistics", "level": "L1",
+                                                               "framework": "pytorch", "dump_data_dir": None})
+    tensor = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": float("inf"), "Min": 1.0,
+              "Mean": 2.0, "Norm": float("inf"), "requires_grad": False}
+    entry = f"Torch.exp{HOSTILE_ESCAPES}.0.forward"
+    writer.entry(entry, {"input_args": [dict(tensor, Max=1.0, Norm=1.0)], "input_kwargs": {}, "output": [tensor]})
+    writer.finalize(remove_journal=True)
+    code, out, err = printed([MSPROBE, "inspect", "dump"], tmp_path)
+    assert code == 0 and TERMINAL_CONTROL.search(out + err) is None, (out, err)
+    assert f"Torch.exp{HOSTILE_SHOWN}.0.forward: output.0" in out.decode(), out
+    code, out, _ = printed([MSPROBE, "inspect", "--json", "dump"], tmp_path)
+    assert code == 0 and json.loads(out)[0]["non_finite"] == [f"{entry}: output.0"]
+    dump_json = tmp_path / "dump" / "step0" / "rank0" / "dump.json"
+    dump_json.write_text(dump_json.read_text().replace('"torch.float32"', "5", 1))
+    code, out, err = printed([MSPROBE, "inspect", "dump"], tmp_path)
+    assert code == 2 and TERMINAL_CONTROL.search(out + err) is None, (out, err)
+    # (an error line is one line: its line breaks, the \r too, become spaces before the rest is escaped)
+    assert err.decode().startswith("msprobe: error: ") and HOSTILE_SHOWN[:-2] + " .0.forward" in err.decode(), err
 
 
 def test_missing_tool_names_the_package(monkeypatch, capsys):

@@ -2,6 +2,7 @@
 the suite's one-line error; never another exception, a hang, or unbounded work. Seeds: the issue's cases."""
 from __future__ import annotations
 
+import json
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from msprobe.cli.main import main
 from msprobe.schema import (SchemaError, load_construct, load_dump, load_stack, parse_config, read_journal,
                             validate_construct, validate_dump, validate_stack)
+from msprobe.schema import stream
 from msprobe.schema.dump import record_is_finite, stat_value
 from tests.shared.dump_trees import build_tree, dump_doc, file_bytes, hang_guard, json_value, trees
 
@@ -49,6 +51,23 @@ def test_big_statistics_saturate_and_a_float_md5_is_read():
         validate_dump({"data": {"Torch.exp.0.forward": {"output": [dict(scalar, md5=True)]}}})
 
 
+def test_inspect_reads_a_401_digit_statistic_and_a_float_md5(tmp_path, capsys):
+    """The same two records as whole dumps on the command line: inspect reads them (exit 0), the big statistic
+    counted as inf, where both once gave a traceback or a refusal (issue 40)."""
+    rank = tmp_path / "dump" / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    big = '{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1' + "0" * 400 + \
+        ', "Min": 0.0, "Mean": 0.5, "Norm": 1.0}'
+    scalar = '{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [], "md5": 1.2276097536087036}'
+    (rank / "dump.json").write_text('{"task": "statistics", "level": "L1", "framework": "pytorch", "data": '
+                                    '{"Torch.exp.0.forward": {"input_args": [%s], "output": [%s]}}}' % (scalar, big))
+    with pytest.raises(SystemExit) as exited:
+        main(["inspect", "--quiet", str(tmp_path / "dump")])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 0, err
+    assert "2 tensors, 1 with inf/nan" in out and "Torch.exp.0.forward: output.0" in out, out
+
+
 @FUZZ
 @given(raw=file_bytes)
 @example(raw=DEEP)
@@ -58,6 +77,41 @@ def test_dump_json_file_reader(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("dump") / "dump.json"
     path.write_bytes(raw)
     _only_schema_errors(load_dump, path)
+
+
+def _read(call):
+    """What a reader gives, as canonical JSON text (NaN compares equal to itself there); None when it refuses."""
+    try:
+        return json.dumps(call(), sort_keys=True, allow_nan=True)
+    except SchemaError as exc:
+        assert "\n" not in str(exc)
+        return None
+
+
+@FUZZ
+@given(doc=dump_doc, cut=st.one_of(st.none(), st.floats(0, 1)), chunk=st.sampled_from([7, 97, 1 << 20]))
+@example(doc={"data": {"Torch.exp.0.forward": {"output": [{"type": "torch.Tensor", "Max": 10 ** 400}]}}}, cut=None,
+         chunk=7)
+@example(doc={"data": {"Torch.exp.0.forward": {"input_args": [XOR_RECORD]}, "Torch.add.0.forward": {"output": 5}}},
+         cut=None, chunk=97)
+@example(doc={"data": {"Torch.exp.0.forward": {"output": []}, "Torch.add.0.forward": {}}}, cut=0.8, chunk=7)
+def test_the_streamed_entry_reader_decides_as_the_whole_file_reader(tmp_path_factory, doc, cut, chunk):
+    """op_generate streams the entries it wants; inspect, compare and overflow_check read the whole file: both
+    accept and refuse the same files, and an entry read either way is the same (issue 40)."""
+    text = json.dumps(doc, allow_nan=True)
+    if cut is not None:
+        text = text[:int(len(text) * cut)]
+    path = tmp_path_factory.mktemp("stream") / "dump.json"
+    path.write_text(text, encoding="utf-8")
+    names = tuple(doc["data"])[:2] if isinstance(doc["data"], dict) else ()
+    names += ("Torch.exp.0.forward",)
+    chunk_chars, stream.CHUNK_CHARS = stream.CHUNK_CHARS, chunk  # values straddle chunk ends
+    try:
+        whole = _read(lambda: {n: v for n, v in load_dump(path).data.items() if n in names})
+        streamed = _read(lambda: stream.stream_entries(path, names)[1])
+    finally:
+        stream.CHUNK_CHARS = chunk_chars
+    assert whole == streamed
 
 
 @FUZZ

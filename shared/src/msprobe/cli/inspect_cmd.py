@@ -12,6 +12,7 @@ from ..schema.index import reader_cache
 from ..schema.summary import RankSummary, summarize_rank
 from ..schema.tree import scan_dump_tree
 from .progress import QUIET_HELP, track, warn
+from .terminal import printable
 
 
 def register(app: typer.Typer) -> None:
@@ -37,13 +38,13 @@ def inspect(
     steps = list(dict.fromkeys(s.step_dir[len("step"):] for s in summaries if s.step_dir is not None))
     ranks = sorted({s.rank for s in summaries})
     frameworks = sorted({s.framework or "unknown" for s in summaries})
-    typer.echo(f"dump: {path}")
-    typer.echo(f"steps: {_list(steps) or '-'}   ranks: {', '.join(ranks)}   framework: {', '.join(frameworks)}")
+    _echo(f"dump: {path}")
+    _echo(f"steps: {_list(steps) or '-'}   ranks: {', '.join(ranks)}   framework: {', '.join(frameworks)}")
     for summary in summaries:
         _print_rank(summary, show)
     bad = sum(len(s.non_finite) for s in summaries)
-    typer.echo(f"total: {len(summaries)} rank dump(s), {sum(s.entries for s in summaries)} entries, "
-               f"{sum(s.tensors for s in summaries)} tensors, {bad} with inf/nan")
+    _echo(f"total: {len(summaries)} rank dump(s), {sum(s.entries for s in summaries)} entries, "
+          f"{sum(s.tensors for s in summaries)} tensors, {bad} with inf/nan")
     _check_files(summaries)
 
 
@@ -58,20 +59,25 @@ def _check_files(summaries) -> None:
 def _print_rank(s: RankSummary, show: int) -> None:
     where = f"{s.step_dir}/{s.rank}" if s.step_dir is not None else s.rank
     note = "  (recovered from the journal of an interrupted run)" if s.recovered else ""
-    typer.echo(f"- {where}: task={s.task or '-'} level={s.level or '-'} entries={s.entries} "
-               f"forward={s.forward} backward={s.backward} parameters_grad={s.parameters_grad} "
-               f"tensors={s.tensors} files={s.tensor_files} construct={s.construct_nodes} stacks={s.stacks}{note}")
-    typer.echo("  prefixes: " + (", ".join(f"{k}={v}" for k, v in s.prefixes.items()) or "-"))
+    _echo(f"- {where}: task={s.task or '-'} level={s.level or '-'} entries={s.entries} "
+          f"forward={s.forward} backward={s.backward} parameters_grad={s.parameters_grad} "
+          f"tensors={s.tensors} files={s.tensor_files} construct={s.construct_nodes} stacks={s.stacks}{note}")
+    _echo("  prefixes: " + (", ".join(f"{k}={v}" for k, v in s.prefixes.items()) or "-"))
     if s.bad_files:
-        typer.echo(f"  tensor files missing or unreadable: {len(s.bad_files)}")
+        _echo(f"  tensor files missing or unreadable: {len(s.bad_files)}")
         for item in s.bad_files[:show]:
-            typer.echo(f"    {item}")
+            _echo(f"    {item}")
     if s.non_finite:
-        typer.echo(f"  inf/nan in {len(s.non_finite)} tensor(s):")
+        _echo(f"  inf/nan in {len(s.non_finite)} tensor(s):")
         for item in s.non_finite[:show]:
-            typer.echo(f"    {item}")
+            _echo(f"    {item}")
         if len(s.non_finite) > show:
-            typer.echo(f"    ... {len(s.non_finite) - show} more")
+            _echo(f"    ... {len(s.non_finite) - show} more")
+
+
+def _echo(line: str) -> None:
+    """One line of the summary; names from the dump (entries, files) printed escaped."""
+    typer.echo(printable(line))
 
 
 def _list(values) -> str:

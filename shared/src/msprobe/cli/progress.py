@@ -10,6 +10,8 @@ from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 import typer
 
+from .terminal import printable
+
 T = TypeVar("T")
 
 QUIET_HELP = "No progress bars (they show only on a terminal)."
@@ -65,5 +67,5 @@ class Bar:
 
 
 def warn(line: str) -> None:
-    """A warning as every command of the suite prints one (stderr, one line)."""
-    typer.echo(f"msprobe: warning: {line}", err=True)
+    """A warning as every command of the suite prints one (stderr, one line; names it quotes escaped)."""
+    typer.echo(f"msprobe: warning: {printable(line)}", err=True)

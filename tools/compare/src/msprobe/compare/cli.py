@@ -10,6 +10,7 @@ import typer
 
 from msprobe.cli.dask_ranks import JOBS_HELP, SCHEDULER_HELP
 from msprobe.cli.progress import QUIET_HELP
+from msprobe.cli.terminal import printable
 
 from .config import CompareConfig
 from .divergence import paragraph
@@ -69,27 +70,32 @@ def _report(result: CompareRun, config: CompareConfig) -> None:
     tolerance_note = "tolerance " + ", ".join(f"{k} {v:g}" for k, v in config.tolerances.items())
     for rank in result.ranks:
         counts = rank.results
-        typer.echo(f"{rank.where}: {rank.matched_entries}/{rank.entries} entries matched, {rank.rows} rows "
-                   f"({counts['pass']} pass, {counts['warning']} warning, {counts['error']} error, "
-                   f"{counts['N/A']} unmatched), "
-                   f"mode {rank.mode} -> {rank.files.get('csv') or rank.files['table']}")
+        _echo(f"{rank.where}: {rank.matched_entries}/{rank.entries} entries matched, {rank.rows} rows "
+              f"({counts['pass']} pass, {counts['warning']} warning, {counts['error']} error, "
+              f"{counts['N/A']} unmatched), "
+              f"mode {rank.mode} -> {rank.files.get('csv') or rank.files['table']}")
         if rank.mode_note:
-            typer.echo(f"  note: {rank.mode_note}")
+            _echo(f"  note: {rank.mode_note}")
         if rank.unmatched_golden or rank.unmatched_target:
-            typer.echo(f"  unmatched: {len(rank.unmatched_target)} target, {len(rank.unmatched_golden)} golden "
-                       "entries (listed in the summary JSON)")
+            _echo(f"  unmatched: {len(rank.unmatched_target)} target, {len(rank.unmatched_golden)} golden "
+                  "entries (listed in the summary JSON)")
         if rank.recorded_differently:
-            typer.echo(f"  recorded differently, not a divergence: {', '.join(rank.recorded_differently[:3])}"
-                       + (" ..." if len(rank.recorded_differently) > 3 else ""))
+            _echo(f"  recorded differently, not a divergence: {', '.join(rank.recorded_differently[:3])}"
+                  + (" ..." if len(rank.recorded_differently) > 3 else ""))
     found = result.first
     if found is None:
         warned = sum(r.results["warning"] + r.results["error"] for r in result.ranks)
-        typer.echo("No divergence: every compared entry agrees within tolerance"
-                   + (f" ({warned} rows marked warning or error change no result: see their Err_message)."
-                      if warned else "."))
+        _echo("No divergence: every compared entry agrees within tolerance"
+              + (f" ({warned} rows marked warning or error change no result: see their Err_message)."
+                 if warned else "."))
         return
-    typer.echo("")
-    typer.echo(paragraph(found.where, found, tolerance_note))
+    _echo("")
+    typer.echo(paragraph(found.where, found, tolerance_note))  # (its lines escaped there)
     others = [r.where for r in result.ranks if r.diverged and r.where != found.where]
     if others:
-        typer.echo(f"Other ranks that diverge: {', '.join(others)}")
+        _echo(f"Other ranks that diverge: {', '.join(others)}")
+
+
+def _echo(line: str) -> None:
+    """One line of the report; names from the dumps (entries, folders, stack frames) printed escaped."""
+    typer.echo(printable(line))

@@ -28,6 +28,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from msprobe.cli.terminal import printable
 from msprobe.schema import module_chain, try_parse_entry
 from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE as NA, PASS
 
@@ -158,7 +159,7 @@ def _module_parameter(comparison: RankComparison, entry: EntryResult, row: Table
     if module is None:
         return None
     for name, cells in _rows(comparison, module).items():
-        if ".parameters." in name and _value_key(cells) == _value_key(row) and _value_key(row).count(NA) < 5:
+        if ".parameters." in name and _value_key(cells) == _value_key(row) and _holds_a_value(row):
             return _parameter_name(name)
     return None
 
@@ -166,6 +167,11 @@ def _module_parameter(comparison: RankComparison, entry: EntryResult, row: Table
 def _value_key(row: TableRow) -> Tuple[str, ...]:
     """What identifies a tensor's value across entries: dtype, statistics (or CRC-32 in md5 mode)."""
     return (row.target_dtype, str(row.target_md5)) + tuple(str(s) for s in row.target_stats)
+
+
+def _holds_a_value(row: TableRow) -> bool:
+    """Whether a statistic or the checksum is known (rows of N/A only match everything)."""
+    return any(value != NA for value in _value_key(row)[1:])
 
 
 def _passing_inputs(comparison: RankComparison, judged: List[EntryResult]) -> Dict[Tuple[str, ...], int]:
@@ -252,7 +258,7 @@ def paragraph(rank_label: str, found: FirstDivergence, tolerance_note: str) -> s
         lines.append(f"  recorded differently, not a divergence: {', '.join(found.recorded_differently[:3])}")
     frames = [f for f in found.stack if "site-packages" not in f][:3] or found.stack[:3]
     lines.extend("  at " + frame.replace("\n", " ").strip() for frame in frames)
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # names from the dumps: control characters escaped
 
 
 def _fmt(value: Optional[float]) -> str:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from msprobe.cli.terminal import printable
 from msprobe.schema import MsprobeError, iter_records
 from msprobe.schema.jsonio import write_json_new
 
@@ -76,11 +77,17 @@ def _brief(state: EntryState) -> str:
 
 
 def print_results(results: List[StepResult], echo: Callable[[str], None], stack_lines: int = 8) -> None:
+    """The console report, one ``echo`` per line; names from the dump (entries, modules, stack frames) printed
+    escaped, so a name holding terminal escape codes shows them rather than runs them."""
+    echo = _escaping(echo)
     for result in results:
         where = result.step_name or "dump"
         ranks = len(result.ranks)
         if not result.events:
-            echo(f"{where}: {ranks} rank(s), no overflow found" + _left_out(result))
+            head, _, more = _left_out(result).partition("\n")  # (the first line break is ours: no name before it)
+            echo(f"{where}: {ranks} rank(s), no overflow found{head}")
+            if more:
+                echo(more)
             continue
         origin = result.origin
         echo(f"{where}: {ranks} rank(s), {len(result.events)} with an overflow, {result.non_finite} tensor(s) "
@@ -90,6 +97,10 @@ def print_results(results: List[StepResult], echo: Callable[[str], None], stack_
                  + " reached inf/nan between the same collectives")
         for event in result.events:
             _print_event(event, echo, stack_lines)
+
+
+def _escaping(echo: Callable[[str], None]) -> Callable[[str], None]:
+    return lambda line: echo(printable(line))
 
 
 def _left_out(result: StepResult) -> str:
