@@ -162,3 +162,16 @@ def test_a_401_digit_statistic_is_read_as_infinity(tmp_path, capsys, cli):
     config.write_text(json.dumps({"dump_json_path": str(dump), "api_name": "Torch.exp.0"}))
     assert cli(["op_generate", "-i", str(config), "-o", str(tmp_path / "out")]) == 0
     assert "T('float32', (2, 3), -1.0, float('inf'))" in (tmp_path / "out" / "Torch.exp.0.forward.py").read_text()
+
+
+def test_first_overflow_prints_names_with_their_control_characters_escaped(tmp_path, capsys):
+    """`./dev first-overflow`'s report lines quote the dump's names and paths: a terminal escape in them is
+    printed as text (as compare, inspect and overflow_check print it)."""
+    from msprobe.op_generate import first_overflow
+
+    summary = tmp_path / "overflow.json"
+    summary.write_text(json.dumps([{"step": 0}]))
+    assert first_overflow.main(["nothing", str(summary), "dump\x1b]0;pwn\x07\x1b[2J"]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert printed.strip() == "first-overflow: no inf/nan in dump\\x1b]0;pwn\\x07\\x1b[2J"

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from msprobe.cli.terminal import printable
+
 from .verdict import OWN_INF_NAN
 
 KINDS = {"origin": "first overflowing API", "inherited": "first API with inf/nan (already in its inputs)"}
@@ -138,21 +140,26 @@ def nothing(summary: List[Dict[str, Any]], dump: str) -> str:
 def main(argv: List[str]) -> int:
     summary = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     if argv[0] == "nothing":
-        print(nothing(summary, argv[2]))
+        _say(nothing(summary, argv[2]))
         return 0
     event = first_event(summary)
     if argv[0] == "origin":
         if event is not None:
-            print(event.describe())
+            _say(event.describe())
         return 0
     if argv[0] == "alone":
         why = event.why_not_alone() if event is not None else None
         if why:
-            print(why)
+            _say(why)
         return 0
     code, line = verdict(event.op_name, argv[2], int(argv[3]), Path(argv[4]))
-    print(line, file=sys.stderr if code else sys.stdout)
+    _say(line, error=bool(code))
     return code
+
+
+def _say(line: str, error: bool = False) -> None:
+    """One line of the recipe's report; entry names from the dump printed with control characters escaped."""
+    print(printable(line), file=sys.stderr if error else sys.stdout)
 
 
 if __name__ == "__main__":
