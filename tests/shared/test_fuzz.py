@@ -95,6 +95,7 @@ def _read(call):
 @example(doc={"data": {"Torch.exp.0.forward": {"input_args": [XOR_RECORD]}, "Torch.add.0.forward": {"output": 5}}},
          cut=None, chunk=97)
 @example(doc={"data": {"Torch.exp.0.forward": {"output": []}, "Torch.add.0.forward": {}}}, cut=0.8, chunk=7)
+@example(doc={"level": None, "task": None, "framework": False, "dump_data_dir": None, "data": {}}, cut=None, chunk=7)
 def test_the_streamed_entry_reader_decides_as_the_whole_file_reader(tmp_path_factory, doc, cut, chunk):
     """op_generate streams the entries it wants; inspect, compare and overflow_check read the whole file: both
     accept and refuse the same files, and an entry read either way is the same (issue 40)."""

@@ -69,7 +69,9 @@ def _header(reader: _Chunks, path: Path) -> Optional[Dict[str, Any]]:
                 doc = json.loads(head)
             except json.JSONDecodeError:
                 return None
-            return doc if isinstance(doc, dict) and all(key in doc for key in HEADER_KEYS) else None
+            if not isinstance(doc, dict) or not all(key in doc for key in HEADER_KEYS):
+                return None
+            return validate_dump(dict(doc, data={}), path).header()  # checked as the whole-file reader checks it
         if len(reader.text) > MAX_HEADER_CHARS or not reader.more():
             if not reader.text.lstrip().startswith("{"):
                 raise SchemaError(path, None, "invalid JSON: expected an object")
