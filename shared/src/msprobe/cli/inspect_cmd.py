@@ -12,7 +12,7 @@ from ..schema.index import reader_cache
 from ..schema.summary import RankSummary, summarize_rank
 from ..schema.tree import scan_dump_tree
 from .progress import QUIET_HELP, track, warn
-from .terminal import printable
+from .terminal import echo as _echo  # names from the dump (entries, files) printed escaped
 
 
 def register(app: typer.Typer) -> None:
@@ -73,11 +73,6 @@ def _print_rank(s: RankSummary, show: int) -> None:
             _echo(f"    {item}")
         if len(s.non_finite) > show:
             _echo(f"    ... {len(s.non_finite) - show} more")
-
-
-def _echo(line: str) -> None:
-    """One line of the summary; names from the dump (entries, files) printed escaped."""
-    typer.echo(printable(line))
 
 
 def _list(values) -> str:

@@ -11,7 +11,7 @@ from ..schema.errors import MsprobeError
 from ..schema.kinds import FRAMEWORKS
 from . import config_check_cmd, demo, inspect_cmd
 from .plugins import KNOWN_COMMANDS, install_hint, load_group
-from .terminal import printable
+from .terminal import echo
 
 DISTRIBUTION = "msprobe-shared"
 
@@ -78,7 +78,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         result = app(args=argv, prog_name="msprobe", standalone_mode=False)
     except MsprobeError as exc:
         # one line, whatever it quotes (a name from a dump: its control characters escaped)
-        typer.echo("msprobe: error: " + printable(" ".join(str(exc).splitlines())), err=True)
+        echo("msprobe: error: " + " ".join(str(exc).splitlines()), err=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 import typer
 
-from .terminal import printable
+from .terminal import echo
 
 T = TypeVar("T")
 
@@ -68,4 +68,4 @@ class Bar:
 
 def warn(line: str) -> None:
     """A warning as every command of the suite prints one (stderr, one line; names it quotes escaped)."""
-    typer.echo(f"msprobe: warning: {printable(line)}", err=True)
+    echo(f"msprobe: warning: {line}", err=True)

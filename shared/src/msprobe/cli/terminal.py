@@ -6,6 +6,8 @@ the report. Every console line that may hold such text goes through :func:`print
 """
 from __future__ import annotations
 
+import typer
+
 
 def printable(text: str) -> str:
     """``text`` with each unprintable character (controls, escapes, line breaks, bidi marks, surrogates)
@@ -13,3 +15,8 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def echo(line: str, err: bool = False) -> None:
+    """One console line that may quote a dump's names, printed through :func:`printable`."""
+    typer.echo(printable(line), err=err)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from dataclasses import dataclass
@@ -89,6 +90,12 @@ class RankTable:
     """Every entry's name in call order (an entry recording no tensor has no row)."""
     indexed: bool = False
     """Read from an index (not from dump.json)."""
+
+
+def row_is_finite(row: Dict[str, Any]) -> bool:
+    """False when a statistic of the row is inf or nan (a row's statistics are floats or None, so this is
+    ``record_is_finite`` without its parsing of a record's spellings)."""
+    return all(row[key] is None or math.isfinite(row[key]) for key in STAT_KEYS)
 
 
 def rows_of_dump(dump: DumpFile) -> Iterator[Dict[str, Any]]:

@@ -1,14 +1,12 @@
 """What ``msprobe inspect`` reports about a dump: counts per step and rank, and non-finite tensors."""
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from .dump import STAT_KEYS
 from .errors import PathLike
-from .index import RankTable, find_index, rows_of_dump
+from .index import RankTable, find_index, row_is_finite, rows_of_dump
 from .names import try_parse_entry
 from .tensor_file import tensor_file_problem  # noqa: F401 - inspect's check is every tool's
 from .jsonio import path_kind
@@ -72,7 +70,7 @@ def _summary(rank: RankDir, table: RankTable, construct_nodes: int, stacks: int,
         problem = tensor_file_problem(rank.tensor_dir, data_name) if isinstance(data_name, str) else None
         if problem:
             bad_files.append(f"{rank.tensor_dir.name}/{data_name}: {problem}")  # relative to the rank folder
-        if not all(row[key] is None or math.isfinite(row[key]) for key in STAT_KEYS):
+        if not row_is_finite(row):
             position = row["direction"] + ("." + row["path"] if row["path"] else "")
             non_finite.append(f"{row['entry']}: {position}")
     tensor_dir = rank.tensor_dir

@@ -10,7 +10,7 @@ import typer
 
 from msprobe.cli.dask_ranks import JOBS_HELP, SCHEDULER_HELP
 from msprobe.cli.progress import QUIET_HELP
-from msprobe.cli.terminal import printable
+from msprobe.cli.terminal import echo as _echo  # names from the dumps printed escaped
 
 from .config import CompareConfig
 from .divergence import paragraph
@@ -94,8 +94,3 @@ def _report(result: CompareRun, config: CompareConfig) -> None:
     others = [r.where for r in result.ranks if r.diverged and r.where != found.where]
     if others:
         _echo(f"Other ranks that diverge: {', '.join(others)}")
-
-
-def _echo(line: str) -> None:
-    """One line of the report; names from the dumps (entries, folders, stack frames) printed escaped."""
-    typer.echo(printable(line))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from msprobe.cli.terminal import printable
+from msprobe.cli.terminal import echo as _say  # entry names from the dump printed escaped
 
 from .verdict import OWN_INF_NAN
 
@@ -153,13 +153,8 @@ def main(argv: List[str]) -> int:
             _say(why)
         return 0
     code, line = verdict(event.op_name, argv[2], int(argv[3]), Path(argv[4]))
-    _say(line, error=bool(code))
+    _say(line, err=bool(code))
     return code
-
-
-def _say(line: str, error: bool = False) -> None:
-    """One line of the recipe's report; entry names from the dump printed with control characters escaped."""
-    print(printable(line), file=sys.stderr if error else sys.stdout)
 
 
 if __name__ == "__main__":

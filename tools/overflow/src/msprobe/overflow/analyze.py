@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from msprobe.schema import RankDir, RankFiles, iter_records, module_chain, record_is_finite, try_parse_entry
-from msprobe.schema.dump import STAT_KEYS, stat_value
+from msprobe.schema.dump import stat_value
 from msprobe.schema.errors import PathLike
-from msprobe.schema.index import find_index
+from msprobe.schema.index import find_index, row_is_finite
 
 from .rules import UserIgnore, has_nan, ignored, literal_non_finite, rule_for, user_ignore_for
 
@@ -212,8 +212,7 @@ def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None
     index (beside dump.json, or in ``cache``) shows every tensor finite is answered from the index: no event."""
     if files is None and not rank.interrupted and rank.dump_file is None:
         table = find_index(rank.path, cache)
-        if table is not None and all(row[key] is None or math.isfinite(row[key])
-                                     for row in table.rows for key in STAT_KEYS):
+        if table is not None and all(row_is_finite(row) for row in table.rows):
             return RankResult(rank=rank, entries=len(table.entries), anomalous_entries=0, anomaly=None)
     files = files or rank.load()
     data = files.dump.data
