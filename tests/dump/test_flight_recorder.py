@@ -30,6 +30,10 @@ def test_a_planted_nan_fires_at_its_step_naming_its_module(nan_run):
     # the NaN stays in the weights: later steps fire too, each with its own folder, up to max_triggers (3)
     assert [t["step"] for t in triggers(out)] == [37, 38, 39]
     assert not (out / "trigger3").exists()
+    # beyond max_triggers every later step fires again: the latest 16 are kept, all of them counted
+    met = run.kept["debugger"].triggers()
+    assert [t.step for t in met] == [37, 38, 39] + list(range(44, 60))
+    assert run.kept["debugger"].engine.beyond_count == 20
 
 
 def test_the_step_after_the_trigger_is_fully_dumped(nan_run):

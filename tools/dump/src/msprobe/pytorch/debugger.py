@@ -44,9 +44,10 @@ class PrecisionDebugger(BaseDebugger):
 
     @_Either
     def triggers(self) -> List[Any]:
-        """task flight_recorder: every trigger so far (``Trigger``: detector, step, module, value, threshold),
-        written or beyond ``max_triggers``; empty for other tasks."""
-        return list(getattr(self.engine, "triggers", ()))
+        """task flight_recorder: the triggers so far (``Trigger``: detector, step, module, value, threshold): every
+        one written, then the latest 16 beyond ``max_triggers``; empty for other tasks."""
+        met = getattr(self.engine, "met_triggers", None)
+        return met() if met is not None else []
 
     @_Either
     def replay(self, step: Optional[int] = None) -> ContextManager[None]:

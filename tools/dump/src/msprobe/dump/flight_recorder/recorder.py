@@ -28,6 +28,9 @@ from .host import RecorderHost
 from .ring import RingStep
 from .rules import Detectors, Trigger
 
+BEYOND_KEPT = 16
+"""Triggers kept beyond ``max_triggers`` (the latest ones)."""
+
 
 class Capture:
     """The full dump of the steps after a trigger: its own engine and adapter, under the trigger's folder."""
@@ -56,7 +59,11 @@ class FlightRecorder(DumpEngine):
         self.ring: Deque[RingStep] = deque(maxlen=options.ring_steps)
         self.current = RingStep(self.step)
         self.triggers: List[Trigger] = []
-        """Every trigger met (written or not: beyond ``max_triggers`` they are only counted)."""
+        """The triggers written (at most ``max_triggers``)."""
+        self.beyond: Deque[Trigger] = deque(maxlen=BEYOND_KEPT)
+        """The latest of the triggers met beyond ``max_triggers``: a NaN left in the weights fires at every
+        later step, so they are bounded; ``beyond_count`` counts them all."""
+        self.beyond_count = 0
         self.trigger_rng: Dict[int, Any] = {}
         """RNG states of the triggering steps, for ``replay`` after the ring moved on."""
         self.capture: Optional[Capture] = None
@@ -142,14 +149,20 @@ class FlightRecorder(DumpEngine):
         if trigger is not None:
             self._fire(trigger, slot)
 
+    def met_triggers(self) -> List[Trigger]:
+        """Every trigger written, then the latest ``BEYOND_KEPT`` of those beyond ``max_triggers``."""
+        return self.triggers + list(self.beyond)
+
     def _fire(self, trigger: Trigger, slot: RingStep) -> None:
-        self.triggers.append(trigger)
-        number = len(self.triggers)
-        if number > self.options.max_triggers:
-            if number == self.options.max_triggers + 1:
+        if len(self.triggers) >= self.options.max_triggers:
+            if not self.beyond_count:
                 self._say(f"{trigger.detector} fired at step {trigger.step}; max_triggers "
                           f"({self.options.max_triggers}) reached: this and later triggers are not written")
+            self.beyond.append(trigger)
+            self.beyond_count += 1
             return
+        self.triggers.append(trigger)
+        number = len(self.triggers)
         self.trigger_rng[trigger.step] = slot.rng
         trigger_dir = os.path.join(self.config.dump_path, TRIGGER_DIR.format(number - 1))
         rank = self.adapter.rank()
