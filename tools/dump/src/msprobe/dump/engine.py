@@ -22,7 +22,7 @@ from . import stack
 from .adapter import Adapter
 from .calls import Call
 from .dump_path import dump_path_field
-from .entry import Encoder, PendingTensor, place
+from .entry import Encoder, PendingTensor, fill_statistics, pending_handles, place
 from .faults import Faults, Guarded
 from .filters import EntryFilter
 from .output import StepOutput
@@ -330,15 +330,10 @@ class DumpEngine:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        handles = [t.handle for _, _, tensors, _ in pending for t in tensors if t.handle is not None]
-        values = self.adapter.stats_to_host(handles) if handles else []
-        position = 0
+        handles = pending_handles(pending)
+        if handles:
+            fill_statistics(pending, self.adapter.stats_to_host(handles))
         for name, entry, tensors, frames in pending:
-            if handles:
-                for tensor in tensors:
-                    if tensor.handle is not None:
-                        tensor.record.update(values[position])
-                        position += 1
             if self.finished or not self.task.keep(name, entry):
                 continue
             self.output.entry(self.rank_dir, name, entry, tensors, frames)

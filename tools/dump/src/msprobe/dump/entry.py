@@ -26,6 +26,26 @@ class PendingTensor:
         self.position = position
 
 
+PendingEntry = Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]
+"""(entry name, entry, its tensors waiting for statistics, stack frames), as the engine assembles them."""
+
+
+def pending_handles(entries: List[PendingEntry]) -> List[Any]:
+    """The statistics handles still waiting in ``entries``, in order: one ``stats_to_host`` batch."""
+    return [t.handle for _, _, tensors, _ in entries for t in tensors if t.handle is not None]
+
+
+def fill_statistics(entries: List[PendingEntry], values: List[Dict[str, Any]]) -> None:
+    """Put ``values`` (the host statistics of :func:`pending_handles`, in its order) into the records."""
+    position = 0
+    for _, _, tensors, _ in entries:
+        for tensor in tensors:
+            if tensor.handle is not None:
+                tensor.record.update(values[position])
+                tensor.handle = None
+                position += 1
+
+
 class Encoder:
     """Turns arguments, outputs and gradients into records; collects the tensors met on the way."""
 

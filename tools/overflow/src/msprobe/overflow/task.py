@@ -37,18 +37,13 @@ class OverflowTask(TaskPolicy):
         self.first: Optional[str] = None
         """Name of the first entry kept (for logs and tests)."""
         self._first_state: Optional[EntryState] = None
-        self._expected_seen = False
-        """This step met expected inf/nan (a mask, a listed API): what carries it is not an overflow."""
+        self._scan = StepScan(ignores)
 
     def keep(self, name: str, entry: Dict[str, Any]) -> bool:
         if self.finished():
             return False
-        state = inf_nan_state(name, entry, self.ignores)
+        state = self._scan.overflow(name, entry)
         if state is None:
-            return False
-        counted = is_overflow(state, self._expected_seen)
-        self._expected_seen = self._expected_seen or state.expected
-        if not counted:
             return False
         parsed = try_parse_entry(name)
         if self.level == "L1" and parsed is not None and parsed.prefix in L1_EXCLUDED_PREFIXES:
@@ -65,7 +60,7 @@ class OverflowTask(TaskPolicy):
             self._first_state = None
 
     def on_step_end(self, step: int) -> None:
-        self._expected_seen = False
+        self._scan = StepScan(self.ignores)
 
     def finished(self) -> bool:
         return self.overflow_nums != -1 and self.overflows >= self.overflow_nums
@@ -94,6 +89,24 @@ def is_overflow(state: EntryState, expected_seen: bool = False) -> bool:
     if not state.bad_outputs or state.expected:
         return False
     return state.produces or not expected_seen
+
+
+class StepScan:
+    """The overflow_check task's decision over one step's entries, fed in order: once expected inf/nan (a mask,
+    a listed API) was met, what carries it onwards is not an overflow (``is_overflow``'s ``expected_seen``)."""
+
+    def __init__(self, ignores: Tuple[UserIgnore, ...] = ()) -> None:
+        self.ignores = ignores
+        self.expected_seen = False
+
+    def overflow(self, name: str, entry: Dict[str, Any]) -> Optional[EntryState]:
+        """The entry's inf/nan state when it is an overflow; None otherwise."""
+        state = inf_nan_state(name, entry, self.ignores)
+        if state is None:
+            return None
+        counted = is_overflow(state, self.expected_seen)
+        self.expected_seen = self.expected_seen or state.expected
+        return state if counted else None
 
 
 def has_overflow(name: str, entry: Dict[str, Any], ignores: Sequence[UserIgnore] = ()) -> bool:

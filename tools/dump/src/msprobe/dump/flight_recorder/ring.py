@@ -3,13 +3,10 @@ module tree, the loss and gradient norm, and the RNG states at ``start()``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
-from ..entry import PendingTensor
+from ..entry import PendingEntry as Entry, fill_statistics, pending_handles
 from .host import Transfer
-
-Entry = Tuple[str, Dict[str, Any], List[PendingTensor], Optional[List[str]]]
-"""(entry name, entry, its tensors waiting for statistics, stack frames), as the engine assembles them."""
 
 
 @dataclass
@@ -39,20 +36,15 @@ class RingStep:
         return bool(self.entries) or self.loss is not None or self.grad_norm is not None
 
     def handles(self) -> List[Any]:
-        return [t.handle for _, _, tensors, _ in self.entries for t in tensors if t.handle is not None]
+        return pending_handles(self.entries)
 
     def resolve(self) -> None:
         """Put the transferred statistics into the records (waits for the copy if it is not done yet)."""
         if self.resolved:
             return
         stats, (loss, grad_norm) = self.transfer.values() if self.transfer is not None else ([], (None, None))
-        position = 0
+        fill_statistics(self.entries, stats)
         for _, _, tensors, _ in self.entries:
-            for tensor in tensors:
-                if tensor.handle is not None:
-                    tensor.record.update(stats[position])
-                    tensor.handle = None
-                    position += 1
             tensors.clear()  # nothing more to wait for: the records are final
         self.loss, self.grad_norm = loss, grad_norm
         self.transfer = None

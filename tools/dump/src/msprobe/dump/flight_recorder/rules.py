@@ -52,32 +52,24 @@ class SpikeRule:
 
 
 class OverflowDecision:
-    """overflow_check's online decision over one step's entries in order (its ``inf_nan_state`` and
-    ``is_overflow``, with the user's ignore list parsed by its ``parse_ignore``): the one implementation."""
+    """overflow_check's online decision over one step's entries in order (its ``StepScan``, with the user's
+    ignore list parsed by its ``parse_ignore``): the one implementation."""
 
     def __init__(self, ignore: Sequence[str], source: str, field: str) -> None:
         try:
             from msprobe.overflow.rules import parse_ignore
-            from msprobe.overflow.task import inf_nan_state, is_overflow
+            from msprobe.overflow.task import StepScan
         except ImportError as exc:
             raise MsprobeError(f"{source}: field 'task': flight_recorder's detector 'inf_nan' uses overflow_check's "
                                "rules, which come with ./tools/overflow (msprobe-overflow): install it, or set "
                                "\"inf_nan\": false") from exc
         self.ignores = parse_ignore(ignore, source, field)
-        self._state, self._counts = inf_nan_state, is_overflow
+        self._scan = StepScan
 
     def first(self, entries: List[Entry]) -> Optional[str]:
-        """The first entry whose inf/nan is an overflow, as the overflow_check task decides it in a step: once
-        expected inf/nan (a mask, an ignored API) was met, only what creates inf/nan counts."""
-        expected_seen = False
-        for name, entry, _, _ in entries:
-            state = self._state(name, entry, self.ignores)
-            if state is None:
-                continue
-            if self._counts(state, expected_seen):
-                return name
-            expected_seen = expected_seen or state.expected
-        return None
+        """The first entry whose inf/nan is an overflow, as the overflow_check task decides it in a step."""
+        scan = self._scan(self.ignores)
+        return next((name for name, entry, _, _ in entries if scan.overflow(name, entry) is not None), None)
 
 
 class Detectors:
