@@ -57,12 +57,15 @@ def upstream_package() -> Callable[[str], Path]:
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (``./dev test`` runs ``-n 2 --dist loadgroup``): a test file runs whole on one worker,
     so its module fixtures are made once; all docker tests share one worker (one image build per run), and so
-    do the MSAdapter chroot tests (one rootfs overlay at a time)."""
+    do the MSAdapter chroot tests (one rootfs overlay at a time), and the tests that watch the checkout for what
+    a command left there (one writing the checkout beside another would be seen)."""
     for item in items:
         if item.get_closest_marker("docker"):
             group = "docker"
         elif item.get_closest_marker("msadapter"):
             group = "msadapter"
+        elif item.get_closest_marker("checkout"):
+            group = "checkout"
         else:
             group = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.checkout import copy_of_the_tree
+from tests.support.checkout import copy_of_the_tree, untracked
 from tests.support.cli import MSPROBE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,14 +31,8 @@ def test_readme_shows_the_two_commands_and_ci_runs_the_test_one():
     assert "./dev test" in ci.splitlines()[-1]
 
 
-def untracked() -> set:
-    """Files of the checkout git neither tracks nor ignores: what a command left for `git status` to show."""
-    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
-                            text=True, check=True).stdout
-    return {line[3:] for line in listed.splitlines() if line.startswith("??")}
-
-
 @pytest.mark.slow
+@pytest.mark.checkout
 def test_demo_command_and_the_commands_after_it():
     """Run in the checkout, as a newcomer runs them: they work, and leave nothing git would show (their outputs go
     to ignored folders; a copy of the tree would not do, the point is this checkout's .gitignore)."""

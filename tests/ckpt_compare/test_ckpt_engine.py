@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import pty
 import subprocess
 import sys
 
@@ -15,6 +13,7 @@ from msprobe.ckpt_compare import writer
 from msprobe.ckpt_compare.compare import run
 from msprobe.ckpt_compare.options import CompareOptions
 from tests.support.cli import MSPROBE, msprobe
+from tests.support.terminal import on_a_terminal
 
 TIGHT = [CompareOptions(progress=False, span_bytes=4096, workers=3, readahead_bytes=8192),
          CompareOptions(progress=False, span_bytes=100, workers=1)]  # below one row: one row per span
@@ -75,31 +74,11 @@ def test_comparison_and_demo_without_torch(layouts, tmp_path):
     assert done.stdout.splitlines() == ["  skipped: torch is not installed (pip install torch)", "skipped"]
 
 
-def _on_terminal(*argv: str) -> str:
-    """stderr of the msprobe command when stderr is a terminal (a pseudo-terminal here)."""
-    leader, follower = pty.openpty()
-    env = dict(os.environ, TERM="xterm", COLUMNS="120")
-    done = subprocess.Popen([str(MSPROBE), *argv], stderr=follower,
-                            stdout=subprocess.DEVNULL, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closes when the command exits
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    assert done.wait(timeout=300) == 0
-    os.close(leader)
-    return b"".join(chunks).decode(errors="replace")
-
-
 def test_progress_bar_on_a_terminal_only(layouts, tmp_path):
     argv = ["-f", "pytorch", "config_check", "-c", str(layouts["core_tp1"]), str(layouts["real_tp2pp2"])]
-    shown = _on_terminal(*argv, "-o", str(tmp_path / "a.json"))
-    assert "comparing" in shown and "100%" in shown and "\x1b[" in shown
-    assert "comparing" not in _on_terminal(*argv, "-o", str(tmp_path / "b.json"), "--quiet")
+    code, shown = on_a_terminal([MSPROBE, *argv, "-o", tmp_path / "a.json"], tmp_path)
+    assert code == 0 and "comparing" in shown and "100%" in shown and "\x1b[" in shown
+    code, quiet = on_a_terminal([MSPROBE, *argv, "-o", tmp_path / "b.json", "--quiet"], tmp_path)
+    assert code == 0 and "comparing" not in quiet
     piped = msprobe(*argv, "-o", tmp_path / "c.json")
     assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout

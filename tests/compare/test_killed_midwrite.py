@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -23,6 +22,7 @@ from openpyxl import load_workbook
 from bench.compare import make_dump_json
 from msprobe.schema.jsonio import write_json_atomic
 from tests.compare.compare_helpers import msprobe
+from tests.support.cli import MSPROBE
 
 ENTRIES = 10_000
 # the files in the order compare writes them, each with what its temporary name holds
@@ -69,7 +69,7 @@ def _finals(out: Path) -> Dict[str, Path]:
 def _kill_while_writing(dumps: Dict[str, Path], out: Path, kind: str) -> Optional[Path]:
     """Start compare, SIGKILL it as soon as the temporary file of ``kind`` shows; that file, or None when the
     process finished first."""
-    process = subprocess.Popen([str(Path(sys.executable).with_name("msprobe")), *_args(dumps, out)],
+    process = subprocess.Popen([str(MSPROBE), *_args(dumps, out)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker, partial = KINDS[kind], None
     try:

@@ -104,8 +104,9 @@ def test_a_tensor_comparison_that_cannot_read_a_tensor_is_an_error(tiny_dumps, t
     assert done.stderr.startswith(f"msprobe: error: {named}") and done.stderr.count("\n") == 1, done.stderr
     assert problem in done.stderr
     assert not out.exists() and not (tmp_path / "PWNED").exists()
-    inspected = msprobe("inspect", target)  # every tool rejects what compare rejects (the pickle: unread, not run)
-    assert inspected.returncode == 2 and problem in inspected.stderr, inspected.stderr
+    inspected = msprobe("inspect", target, cwd=tmp_path)  # every tool rejects what compare rejects (the pickle: unread,
+    assert inspected.returncode == 2 and problem in inspected.stderr, inspected.stderr  # not run)
+    assert not (tmp_path / "PWNED").exists()
     # asked for statistics, the same dumps compare (and agree): no tensor file is read
     done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["tensor"], "-o", out, "--statistics", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -21,6 +21,7 @@ import torch
 from msprobe.pytorch import PrecisionDebugger
 from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.schema import find_rank_dirs
+from tests.support.cli import msprobe
 from tests.support.upstream_msprobe import make_upstream_dump
 
 DENSE = torch.tensor([[1.5, 0.0, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0], [0.5, 3.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
@@ -55,8 +56,7 @@ def _dump(tmp_path: Path, work, task: str = "statistics", summary_mode: str = "s
 
 
 def _inspect_passes(root: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "msprobe.cli.main", "inspect", str(root)], capture_output=True,
-                          text=True)
+    proc = msprobe("inspect", root)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
@@ -178,6 +178,8 @@ def test_a_jagged_tensor_is_recorded_as_msprobe_26_2_0_records_it(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     our_entry = find_rank_dirs(ours)[0].load_dump().data["Tensor.__mul__.0.forward"]
+    for role in ("input_args", "output"):
+        assert len(our_entry[role]) == len(their_entry[role]), role
     for ours_record, their_record in zip(our_entry["input_args"] + our_entry["output"],
                                          their_entry["input_args"] + their_entry["output"]):
         assert sorted(ours_record) == sorted(their_record)

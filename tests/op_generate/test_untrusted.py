@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from msprobe.op_generate import apis, generate, parse_op_config
+from tests.support.terminal import HOSTILE_ESCAPES, HOSTILE_SHOWN, TERMINAL_CONTROL
 
 PWN = 'x"""+__import__("os").system("touch PWNED")+"""'
 
@@ -171,7 +172,7 @@ def test_first_overflow_prints_names_with_their_control_characters_escaped(tmp_p
 
     summary = tmp_path / "overflow.json"
     summary.write_text(json.dumps([{"step": 0}]))
-    assert first_overflow.main(["nothing", str(summary), "dump\x1b]0;pwn\x07\x1b[2J"]) == 0
+    assert first_overflow.main(["nothing", str(summary), "dump" + HOSTILE_ESCAPES]) == 0
     printed = capsys.readouterr().out
-    assert "\x1b" not in printed and "\x07" not in printed
-    assert printed.strip() == "first-overflow: no inf/nan in dump\\x1b]0;pwn\\x07\\x1b[2J"
+    assert not TERMINAL_CONTROL.search(printed.encode())
+    assert printed.strip() == "first-overflow: no inf/nan in dump" + HOSTILE_SHOWN

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.checkout import untracked
 from tests.support.torchrun import two_ranks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,12 +145,13 @@ def check_first_overflow(result, out: Path) -> None:
         ("Torch.exp.0.forward.output.0", "float16", "float32", "error", "tested", "32")], rows  # all 4 x 8 are inf
 
 
+@pytest.mark.checkout
 def test_recipes_list_in_one_line_each_and_say_what_they_check():
     """`./dev --list` shows each recipe's [doc] line (a multi-line comment showed its last line, read as nonsense);
     `./dev RECIPE --help` says what it does without running it (first-overflow took --help for a dump)."""
     recipes = dev("--summary").stdout.split()
     listed = dev("--list").stdout
-    before = untracked()
+    before = untracked(ignored=True)
     for recipe in recipes:
         header = re.search(rf"^(\[doc\(\"(?P<doc>[^\"]+)\"\)\]\n)(\[[^\n]*\n)*{re.escape(recipe)}[ :]",
                            (REPO / "justfile").read_text(), flags=re.M)
@@ -158,14 +160,8 @@ def test_recipes_list_in_one_line_each_and_say_what_they_check():
         helped = dev(recipe, "--help")
         assert helped.returncode == 0, (recipe, helped.stderr)
         assert helped.stdout.startswith(f"usage: ./dev {recipe}") and header["doc"] in helped.stdout, helped.stdout
-    assert untracked() == before
+    assert untracked(ignored=True) == before
 
-
-def untracked() -> set:
-    """Files git does not track in the checkout, ignored ones included: what a command left behind."""
-    listed = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout
-    return {line[3:] for line in listed.splitlines() if line[:2] in ("??", "!!")}
 
 
 def test_first_overflow_on_masks_only_says_what_it_left_out(tmp_path):

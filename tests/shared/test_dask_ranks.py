@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -105,6 +106,6 @@ def test_worker_killed_mid_run_its_ranks_retried_on_another(tmp_path):
         timer.start()
         outcomes = run_ranks(slow, paths, "indexing", scheduler=address, quiet=True)
         timer.join()
-        assert workers["b"].wait(timeout=30) is not None  # it did die mid-run
+        assert workers["b"].wait(timeout=30) == -signal.SIGKILL  # it did die mid-run, killed
     assert [(o.path, o.ok, o.value) for o in outcomes] == [(p, True, p) for p in paths]
     assert {o.worker.rsplit(":", 1)[1] for o in outcomes} == {str(workers["a"].pid)}
