@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from flight_runs import train
+from flight_runs import same_params, train
 
 
 def all_reduce_gradients(model: torch.nn.Module) -> None:
@@ -19,12 +19,6 @@ def all_reduce_gradients(model: torch.nn.Module) -> None:
         if parameter.grad is not None:
             dist.all_reduce(parameter.grad)
             parameter.grad /= dist.get_world_size()
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit for bit (NaN weights included, which ``torch.equal`` calls unequal)."""
-    return a.dtype == b.dtype and a.shape == b.shape and \
-        torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
 def main() -> None:
@@ -40,8 +34,7 @@ def main() -> None:
     no_norm = train(Path(f"{out}-no-grad-norm"), steps, fault, at, options, sync=all_reduce_gradients,
                     give_grad_norm=False)
     dist.barrier()
-    identical = sorted(on.params) == sorted(off.params) and \
-        all(same_bits(on.params[k], v) for k, v in off.params.items())
+    identical = same_params(on, off)
     report = {"off": [repr(x) for x in off.losses], "on": [repr(x) for x in on.losses], "params_identical": identical,
               "triggers": [asdict(t) for t in on.kept["debugger"].triggers()],
               "no_grad_norm": {"losses": [repr(x) for x in no_norm.losses],

@@ -3,11 +3,13 @@ fault planted at one step: a NaN module output, a loss spike or a gradient-norm 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
@@ -96,6 +98,30 @@ def train(out: Optional[Path], steps: int, fault: Optional[str] = None, at: int 
         run.kept["debugger"] = debugger
     run.params = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return run
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(steps: int, fault: Optional[str] = None, at: int = -1) -> Run:
+    return train(None, steps, fault, at)
+
+
+@pytest.fixture(scope="session")
+def reference() -> Callable[..., Run]:
+    """``reference(steps, fault, at)``: that training without the recorder, trained once per configuration for the
+    session (the cache beneath the fixture is what the test modules importing it share); read only: a test must
+    not change its losses or params."""
+    return _reference
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit for bit (NaN weights included, which ``torch.equal`` calls unequal)."""
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def same_params(on: Run, off: Run) -> bool:
+    """The final weights of two runs, bit for bit."""
+    return sorted(on.params) == sorted(off.params) and all(same_bits(on.params[k], v) for k, v in off.params.items())
 
 
 def triggers(out: Path) -> List[Dict[str, Any]]:

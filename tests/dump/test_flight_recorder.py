@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from flight_runs import NAN_MODULE, batch, make_model, planter, ring_steps, train, triggers
+from flight_runs import NAN_MODULE, batch, make_model, planter, reference, ring_steps, same_params, train, triggers
 from msprobe.pytorch import PrecisionDebugger
 from tests.support.cli import msprobe
 
@@ -26,7 +26,7 @@ def test_a_planted_nan_fires_at_its_step_naming_its_module(nan_run):
     first = triggers(out)[0]
     assert (first["detector"], first["step"], first["module"]) == ("inf_nan", 37, NAN_MODULE)
     assert first["ring_steps"] == list(range(22, 38)) == ring_steps(out / "trigger0")
-    assert first["capture_steps"] == [38]
+    assert (first["capture_steps"], first["capture_dir"], first["capture_error"]) == ([38], "capture", None)
     # the NaN stays in the weights: later steps fire too, each with its own folder, up to max_triggers (3)
     assert [t["step"] for t in triggers(out)] == [37, 38, 39]
     assert not (out / "trigger3").exists()
@@ -77,13 +77,14 @@ def test_compare_of_the_ring_against_a_clean_l0_dump_names_the_module(nan_run, t
     assert NAN_MODULE in done.stdout
 
 
-def test_the_training_is_bit_identical_with_the_recorder_on(nan_run, tmp_path):
+def test_the_training_is_bit_identical_with_the_recorder_on(nan_run, tmp_path, reference):
     _, on = nan_run
-    off = train(None, 60, "nan", 37)
+    off = reference(60, "nan", 37)
     assert [repr(x) for x in on.losses] == [repr(x) for x in off.losses]
+    assert same_params(on, off)  # (NaN weights from step 37 on: compared bit for bit)
     # a run that fires and captures (hooks of a mix dump beside the ring's) and stays finite: every weight
     spiked_on = train(tmp_path / "on", 40, "loss", 30, {"spike_warmup": 20})
-    spiked_off = train(None, 40, "loss", 30)
+    spiked_off = reference(40, "loss", 30)
     assert triggers(tmp_path / "on")[0]["step"] == 30
     assert spiked_on.losses == spiked_off.losses
     for name, value in spiked_off.params.items():

@@ -1,6 +1,7 @@
-"""The flight recorder's configuration, its cost on a device (one transfer per step, read a step later: a fake
-device adapter counts them), and its faults: a full disk or a kill while the ring is written leave the
-training unharmed and the files whole or absent."""
+"""The flight recorder's configuration, its cost (on a device one transfer per step, read a step later: a fake
+device adapter counts them; no module parameters gathered for the ring), and its faults: a full disk or a kill
+while the ring is written leave the training unharmed and the files whole or absent; a full dump after a trigger
+that cannot start still leaves the trigger's trigger.json, saying why."""
 from __future__ import annotations
 
 import errno
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from flight_runs import NAN_MODULE, ring_steps, train, triggers
+from flight_runs import NAN_MODULE, reference, ring_steps, same_params, train, triggers
 from msprobe.dump.flight_recorder import FlightRecorder
-from msprobe.pytorch import PrecisionDebugger, stats
+from msprobe.pytorch import PrecisionDebugger, hooks, stats
 from msprobe.pytorch.adapter import TorchAdapter
 from msprobe.pytorch.flight_recorder import RecorderAdapter, TorchRecorderHost, TorchTransfer
 from msprobe.schema import MsprobeError, SchemaError, config_to_json, find_rank_dirs, load_config, parse_config
@@ -157,7 +158,29 @@ def test_on_a_device_one_transfer_per_step_read_a_step_later(tmp_path):
                 assert got["Norm"] == pytest.approx(want["Norm"], rel=1e-4, abs=1e-6), name
 
 
-def test_a_full_disk_while_the_ring_is_written(monkeypatch, tmp_path, capfd):
+def test_the_hooks_gather_no_parameters_for_the_ring(monkeypatch, tmp_path):
+    """The ring holds module outputs only: its hooks leave the parameters alone (gathering them is a pass at every
+    module call), while the full dump after a trigger (mix) records them as every dump does."""
+    gathered = []
+    own_parameters = hooks._own_parameters
+
+    def counted(module):
+        found = own_parameters(module)
+        gathered.append(bool(found))
+        return found
+
+    monkeypatch.setattr(hooks, "_own_parameters", counted)
+    out = tmp_path / "dump"
+    train(out, 24, "loss", 22, {"spike_warmup": 20, "grad_norm_spike": False})
+    for step in range(7, 23):
+        ring = json.loads((out / "trigger0" / f"step{step}" / "rank" / "dump.json").read_text())["data"]
+        assert ring and not any("parameters" in entry for entry in ring.values()), step
+    capture = json.loads((out / "trigger0" / "capture" / "step23" / "rank" / "dump.json").read_text())["data"]
+    recorded = [name for name, entry in capture.items() if "parameters" in entry]
+    assert len(recorded) > 10 and sum(gathered) == len(recorded)  # every module's parameters gathered: the capture's
+
+
+def test_a_full_disk_while_the_ring_is_written(monkeypatch, tmp_path, capfd, reference):
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
@@ -167,8 +190,43 @@ def test_a_full_disk_while_the_ring_is_written(monkeypatch, tmp_path, capfd):
     lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("msprobe")]
     assert len(lines) == 1 and "No space left on device" in lines[0] and "step 37" in lines[0], lines
     assert not list(out.rglob("*.json"))  # nothing half-written: the steps' folders went whole
-    off = train(None, 45, "nan", 37)
+    off = reference(45, "nan", 37)
     assert [repr(x) for x in on.losses] == [repr(x) for x in off.losses]
+
+
+class NoCaptureHost(TorchRecorderHost):
+    """The full dump after a trigger cannot start: its adapter is refused, as a folder it may not write would be."""
+
+    def __init__(self) -> None:
+        super().__init__(self.refuse)
+
+    @staticmethod
+    def refuse(config):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), config.dump_path)
+
+
+class NoCaptureDebugger(PrecisionDebugger):
+    def _make_engine(self, config, tasks):
+        return FlightRecorder(config, self.adapter, NoCaptureHost())
+
+
+def test_a_capture_that_cannot_start_still_writes_trigger_json(tmp_path, capfd, reference):
+    out = tmp_path / "dump"
+    on = train(out, 45, "nan", 37, debugger_class=NoCaptureDebugger)
+    text = (out / "trigger0" / "trigger.json").read_text()
+    first = json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} in {text}"))  # strict JSON
+    assert (first["detector"], first["step"], first["module"]) == ("inf_nan", 37, NAN_MODULE)
+    assert first["ring_steps"] == list(range(22, 38)) == ring_steps(out / "trigger0")
+    capture = out / "trigger0" / "capture"
+    assert (first["capture_steps"], first["capture_dir"]) == ([], None) and not capture.exists()
+    assert first["capture_error"] == f"PermissionError: [Errno {errno.EACCES}] {os.strerror(errno.EACCES)}: '{capture}'"
+    # the recorder goes on: the NaN left in the weights fires the next steps, each told the same way
+    assert [(t["step"], t["capture_error"] is not None) for t in triggers(out)] == [(37, True), (38, True), (39, True)]
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("msprobe")]
+    assert len(lines) == 4 and not any(line.startswith("msprobe: error:") for line in lines), lines
+    assert lines[0].endswith(f"(trigger.json); the full dump after it did not start: {first['capture_error']}")
+    off = reference(45, "nan", 37)  # and the training is the one without the recorder, bit for bit
+    assert [repr(x) for x in on.losses] == [repr(x) for x in off.losses] and same_params(on, off)
 
 
 KILLED = """

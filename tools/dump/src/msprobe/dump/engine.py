@@ -33,6 +33,10 @@ from .tasks import TaskPolicy, resolve_task
 class DumpEngine:
     """Records one configuration's dump; one engine per PrecisionDebugger."""
 
+    records_parameters = True
+    """Whether a module's forward entry holds its own parameters: where not, the hooks do not gather them
+    (a pass over the module's parameters at every call, for nothing)."""
+
     def __init__(self, config: DebuggerConfig, adapter: Adapter, tasks: Optional[Dict] = None) -> None:
         if config.summary_mode not in adapter.summary_modes:
             raise MsprobeError(f"{config.source or 'PrecisionDebugger'}: field 'summary_mode': '{config.summary_mode}'"
@@ -239,7 +243,7 @@ class DumpEngine:
             return
         with self.guard("recording", call.forward):
             entry = self._forward_entry(call, output)
-            if parameters:
+            if parameters and self.records_parameters:
                 entry["parameters"] = {k: self.encoder.encode(v, "parameters", (k,), call.tensors)
                                        for k, v in parameters.items()}
             self._add(call.forward, entry, call.tensors, stack.capture())

@@ -232,7 +232,7 @@ class Hooks:
                 return None
             if before is not None and torch.is_grad_enabled() and not engine.finished:
                 gates.observe(engine, call, before, output)
-            params = _own_parameters(mod) if call.want_forward else None
+            params = _own_parameters(mod) if call.want_forward and engine.records_parameters else None
             grad_mode = torch.is_grad_enabled()
             set_grad(False)
             try:

@@ -71,10 +71,11 @@ def write_ring(trigger_dir: str, steps: List[RingStep], header: Dict[str, Any], 
 
 
 def write_trigger(trigger_dir: str, trigger: Trigger, ring_steps: List[int], capture: List[int],
-                  rank: Optional[int]) -> str:
-    """``trigger.json``: the trigger, the steps the ring holds, the steps to be fully dumped."""
+                  rank: Optional[int], capture_error: Optional[str] = None) -> str:
+    """``trigger.json``: the trigger, the steps the ring holds, the steps to be fully dumped, and why that full
+    dump did not start (``capture_error``, ``Type: message``; None when it did or none was asked for)."""
     doc = dict(asdict(trigger), rank=rank, ring_steps=ring_steps, capture_steps=capture,
-               capture_dir=CAPTURE_DIR if capture else None)
+               capture_dir=CAPTURE_DIR if capture else None, capture_error=capture_error)
     for key in ("value", "threshold"):  # strict JSON (jq reads it): a non-finite number as its name
         if isinstance(doc[key], float) and not math.isfinite(doc[key]):
             doc[key] = str(doc[key])

@@ -13,16 +13,16 @@ import os
 import sys
 from collections import deque
 from dataclasses import replace
-from typing import Any, ContextManager, Deque, Dict, List, Optional
+from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple
 
 from msprobe.schema import DebuggerConfig, MsprobeError, TaskConfig
 from msprobe.schema.flight_recorder import FlightRecorderConfig
 from msprobe.schema.ranges import IntRanges
 
 from ..adapter import Adapter
-from ..calls import Call
 from ..engine import DumpEngine
 from ..entry import PendingTensor
+from ..faults import describe
 from .files import CAPTURE_DIR, TRIGGER_DIR, check_no_triggers, write_ring, write_trigger
 from .host import RecorderHost
 from .ring import RingStep
@@ -43,6 +43,10 @@ class Capture:
 
 class FlightRecorder(DumpEngine):
     """``task: "flight_recorder"``: one per PrecisionDebugger, in place of its DumpEngine."""
+
+    records_parameters = False
+    """The ring holds module outputs only: parameter statistics would be a pass over every weight at every
+    step, so the hooks do not even gather the parameters (the capture's engine records them)."""
 
     def __init__(self, config: DebuggerConfig, adapter: Adapter, host: RecorderHost) -> None:
         where = config.source or "PrecisionDebugger"
@@ -132,10 +136,6 @@ class FlightRecorder(DumpEngine):
     def _construct(self, node: str, parent: Optional[str]) -> None:
         self.current.construct[node] = parent
 
-    def module_end(self, call: Call, output: Any, parameters: Optional[Dict[str, Any]] = None) -> None:
-        # outputs only: parameter statistics would be a pass over every weight at every step
-        super().module_end(call, output, None)
-
     # ----- detection --------------------------------------------------------------------------
     def _resolve_older(self) -> None:
         """Read every ring step not yet read (in order: the spike rules follow the run)."""
@@ -168,19 +168,27 @@ class FlightRecorder(DumpEngine):
         rank = self.adapter.rank()
         steps = [s for s in self.ring if s.step <= trigger.step]
         written = write_ring(trigger_dir, steps, self._ring_header, rank)
-        capture = self._start_capture(trigger_dir)
-        path = write_trigger(trigger_dir, trigger, written, capture, rank)
+        capture, failed = self._try_capture(trigger_dir)
+        path = write_trigger(trigger_dir, trigger, written, capture, rank, failed)
         where = f" in {trigger.module}" if trigger.module else f" (value {trigger.value:g} >= {trigger.threshold:g})"
         ring = _steps(written) if written else "no module step"
-        then = f"; {_steps(capture)} will be dumped under {os.path.join(trigger_dir, CAPTURE_DIR)}" if capture else ""
         self._say(f"{trigger.detector} fired at step {trigger.step}{where}: ring of {ring} written to "
-                  f"{trigger_dir} ({os.path.basename(path)}){then}")
+                  f"{trigger_dir} ({os.path.basename(path)}){_capture_said(trigger_dir, capture, failed)}")
 
     @staticmethod
     def _say(line: str) -> None:
         print(f"msprobe: flight recorder: {line}", file=sys.stderr, flush=True)
 
     # ----- the full dump after a trigger ------------------------------------------------------------
+    def _try_capture(self, trigger_dir: str) -> Tuple[List[int], Optional[str]]:
+        """``_start_capture``, and why it failed (None: it did not). A failure is the trigger's to tell, in its
+        trigger.json: raised, it would stop the recorder before that file is written, and the user would never
+        learn that the trigger fired; the ring goes on (the capture's own engine is all that failed)."""
+        try:
+            return self._start_capture(trigger_dir), None
+        except Exception as exc:  # (not KeyboardInterrupt and the like: those are the user's)
+            return [], describe(exc)
+
     def _start_capture(self, trigger_dir: str) -> List[int]:
         """The next ``capture_steps`` steps (from the current one) go to a full dump; none while one runs."""
         count = self.options.capture_steps
@@ -224,6 +232,13 @@ class FlightRecorder(DumpEngine):
                                f"nor in the ring (steps {held[0]}-{held[-1]})" if held else
                                f"PrecisionDebugger.replay(): argument 'step': no step {step} recorded")
         return self.host.replay(state)
+
+
+def _capture_said(trigger_dir: str, capture: List[int], failed: Optional[str]) -> str:
+    """The end of the line that says a trigger fired: where the full dump after it goes, or why it did not start."""
+    if failed:
+        return f"; the full dump after it did not start: {failed}"
+    return f"; {_steps(capture)} will be dumped under {os.path.join(trigger_dir, CAPTURE_DIR)}" if capture else ""
 
 
 def _steps(steps: List[int]) -> str:
