@@ -9,14 +9,14 @@ import socket
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 
 from msprobe.launcher import names
-from msprobe.launcher.run import plan, run
+from msprobe.launcher.run import plan, prepare, run
 from msprobe.schema import MsprobeError
-from tests.support.cli import MSPROBE
+from tests.support.cli import MSPROBE, msprobe
 from tests.support.readme import code_blocks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,9 +25,9 @@ NO_DAEMON = "msprobe: error: no docker daemon answers"
 ADVICE = "give a folder of your own, e.g. -O ./msprobe_out"
 
 
-def _msprobe(args: List[str], cwd: Path, home: Path) -> "subprocess.CompletedProcess[str]":
-    env = dict(os.environ, DOCKER_HOST="unix:///no/such.sock", HOME=str(home))
-    return subprocess.run([str(MSPROBE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+def _no_daemon(home: Path) -> Dict[str, str]:
+    """The environment of a caller whose home folder is ``home``, with no docker daemon to ask."""
+    return dict(os.environ, DOCKER_HOST="unix:///no/such.sock", HOME=str(home))
 
 
 @pytest.mark.parametrize("given, why", [
@@ -39,7 +39,8 @@ def _msprobe(args: List[str], cwd: Path, home: Path) -> "subprocess.CompletedPro
 ])
 def test_a_system_or_shared_folder_is_refused_as_the_output(tmp_path, given, why):
     elsewhere = Path("/nonexistent/home")  # (a home under /tmp would make /tmp "a folder holding your home folder")
-    refused = _msprobe(["run", "overflow", "-O", given, "--", "overflow_check", "-i", str(tmp_path)], tmp_path, elsewhere)
+    refused = msprobe("run", "overflow", "-O", given, "--", "overflow_check", "-i", tmp_path, cwd=tmp_path,
+                      env=_no_daemon(elsewhere))
     assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
     assert refused.stderr == (f"msprobe: error: msprobe run: refusing {given} as the writable output folder (-O): "
                               f"{why}; {ADVICE}\n")
@@ -49,21 +50,21 @@ def test_your_home_folder_and_the_folders_above_it_are_refused_as_the_output(tmp
     home = tmp_path / "users" / "me"
     home.mkdir(parents=True)
     for given, why in (("~", "your home folder itself"), (str(home.parent), "a folder holding your home folder")):
-        refused = _msprobe(["run", "shared", "-O", given, "--", "--help"], tmp_path, home)
+        refused = msprobe("run", "shared", "-O", given, "--", "--help", cwd=tmp_path, env=_no_daemon(home))
         shown = home if given == "~" else home.parent
         assert refused.returncode == 2, refused.stderr
         assert refused.stderr == (f"msprobe: error: msprobe run: refusing {given} as the writable output folder "
                                   f"(-O): {shown} is {why}; {ADVICE}\n")
     # a folder of your own under them, and under /var/tmp, goes on to the daemon
     for given in (str(home / "out"), f"/var/tmp/msprobe-test-{os.getpid()}/out"):
-        asked = _msprobe(["run", "shared", "-O", given, "--", "--help"], tmp_path, home)
+        asked = msprobe("run", "shared", "-O", given, "--", "--help", cwd=tmp_path, env=_no_daemon(home))
         assert asked.returncode == 2 and asked.stderr.startswith(NO_DAEMON), asked.stderr
         assert not Path(given).exists()  # nothing made before the daemon answered
 
 
 def test_a_link_to_a_system_folder_is_refused_by_where_it_leads(tmp_path):
     (tmp_path / "innocent").symlink_to("/etc")
-    refused = _msprobe(["run", "shared", "-O", "innocent", "--", "--help"], tmp_path, tmp_path)
+    refused = msprobe("run", "shared", "-O", "innocent", "--", "--help", cwd=tmp_path, env=_no_daemon(tmp_path))
     assert refused.returncode == 2 and "refusing innocent as the writable output folder (-O): /etc is a system" \
         in refused.stderr, refused.stderr
 
@@ -89,6 +90,19 @@ def test_sockets_and_the_kernels_folders_are_never_mounted(tmp_path):
     assert args == ["inspect", "--json", str(tmp_path / "dump")]
     assert volumes == {str(tmp_path / "out"): {"bind": str(tmp_path / "out"), "mode": "rw"},
                        str(tmp_path / "dump"): {"bind": str(tmp_path / "dump"), "mode": "ro"}}
+
+
+def test_an_argument_naming_the_output_folder_not_made_yet_is_planned_as_once_it_is_made(tmp_path, monkeypatch):
+    """Planned before the output folder is made (before the daemon is asked), as it would be after the mkdir:
+    the output folder and the folder above it are paths, not bare words; nothing is made."""
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", "-o", "new", "new/out/result", "--in=new/out"]
+    launch = prepare(args, Path("new/out"))
+    new = tmp_path / "new"
+    assert launch.made == (new / "out", new) and not new.exists()
+    assert launch.command == ["compare", "-o", str(new), str(new / "out" / "result"), f"--in={new / 'out'}"]
+    (new / "out").mkdir(parents=True)
+    assert plan(args, new / "out") == (launch.command, launch.volumes)
 
 
 class _Container:

@@ -91,5 +91,5 @@ def run_tool(
     spec = default_spec(tool_key(tool))
     if exec_ and not args:
         raise MsprobeError("msprobe run --exec: give the command after --")
-    runner.plan(args or [], runner.output_folder(output))  # refused paths are said before the daemon is asked
-    return runner.run(connect(), spec, args or [], output, as_command=exec_)
+    launch = runner.prepare(args or [], output)  # refused paths are said before the daemon is asked
+    return runner.start(connect(), spec, launch, as_command=exec_)

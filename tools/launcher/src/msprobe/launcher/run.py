@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -40,8 +41,20 @@ def _path_of(arg: str) -> Tuple[str, str]:
     return "", arg
 
 
-def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[str, str]]]:
-    """The arguments with paths made absolute, and the volumes: inputs read-only, ``output`` writable."""
+def _there(path: Path, value: str, made: Sequence[Path]) -> bool:
+    """Whether ``path`` exists, or will once the output folder is made: an argument naming the output folder
+    or a folder above it is a path, as it would be if planned after the mkdir."""
+    try:
+        # realpath, not resolve: it does not raise on a link loop (a path that is not there)
+        return path.exists() or Path(os.path.realpath(path)) in made
+    except OSError as exc:
+        raise MsprobeError(f"msprobe run: cannot read {value}: {exc.strerror or exc}") from None
+
+
+def plan(args: Sequence[str], output: Path,
+         made: Sequence[Path] = ()) -> Tuple[List[str], Dict[str, Dict[str, str]]]:
+    """The arguments with paths made absolute, and the volumes: inputs read-only, ``output`` writable;
+    ``made``: the folders (resolved) that will be made for the output before the run, counted as there."""
     volumes = {str(output): {"bind": str(output), "mode": "rw"}}
     new_args: List[str] = []
     for arg in args:
@@ -51,11 +64,7 @@ def plan(args: Sequence[str], output: Path) -> Tuple[List[str], Dict[str, Dict[s
             continue
         path = Path(value).expanduser().absolute()
         check_input(path, value)  # as written: under /proc even a stat can fail
-        try:
-            exists = path.exists()
-        except OSError as exc:
-            raise MsprobeError(f"msprobe run: cannot read {value}: {exc.strerror or exc}") from None
-        if exists:
+        if _there(path, value, made):
             path = path.resolve()
             check_input(path, value)
             if not _inside(path, output) and not any(_inside(path, Path(m)) for m in volumes):
@@ -80,23 +89,46 @@ def output_folder(output: Path) -> Path:
     return resolved
 
 
+@dataclass(frozen=True)
+class Launch:
+    """A run decided before the docker daemon is asked (refusals come first), nothing made yet."""
+
+    output: Path
+    """The output folder, absolute and resolved."""
+    made: Tuple[Path, ...]
+    """The folders missing for it, leaf first: made by :func:`run`, removed again when nothing ran."""
+    command: List[str]
+    volumes: Dict[str, Dict[str, str]]
+
+
+def prepare(args: Sequence[str], output: Path) -> Launch:
+    """The output folder checked and the arguments planned, against the folders as they will be once the
+    output folder is made."""
+    output = output_folder(output)
+    made = tuple(folder for folder in (output, *output.parents) if not folder.exists())
+    return Launch(output, made, *plan(args, output, made))
+
+
 def run(client: "docker.DockerClient", spec: ImageSpec, args: Sequence[str], output: Path,
         as_command: bool = False) -> int:
     """Run ``msprobe ARGS`` (``ARGS`` itself with ``as_command``) in the tool's image; returns its exit code."""
+    return start(client, spec, prepare(args, output), as_command)
+
+
+def start(client: "docker.DockerClient", spec: ImageSpec, launch: Launch, as_command: bool = False) -> int:
+    """:func:`run` as ``launch`` planned it (the CLI plans before it connects to the daemon)."""
     image = f"{spec.image}:latest"
     found = require_image(client, image, f"build it with `msprobe image build {spec.tool}`")
-    output = output_folder(output)
-    made = [folder for folder in (output, *output.parents) if not folder.exists()]  # leaf first
+    output, command, volumes = launch.output, launch.command, launch.volumes
     output.mkdir(parents=True, exist_ok=True)
-    handover = Handover(output, bool(made), image_user(found)) if os.getuid() == 0 else None
-    try:
-        command, volumes = plan(args, output)  # (after the mkdir: an argument naming the output is a path)
-        if handover is not None:
+    handover = Handover(output, bool(launch.made), image_user(found)) if os.getuid() == 0 else None
+    if handover is not None:
+        try:
             handover.before()
-    except MsprobeError:
-        for folder in made:
-            folder.rmdir()  # nothing was run: leave no empty folder behind
-        raise
+        except MsprobeError:
+            for folder in launch.made:
+                folder.rmdir()  # nothing was run: leave no empty folder behind
+            raise
     user = "%d:%d" % (handover.user if handover is not None else (os.getuid(), os.getgid()))
     entry = {"entrypoint": command[:1], "command": command[1:]} if as_command else {"command": command}
     try:
