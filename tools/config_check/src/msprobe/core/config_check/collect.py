@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Dict, Iterable, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import yaml
 
@@ -56,9 +56,8 @@ def flatten(value: Any, prefix: str, out: Dict[str, Any], depth: int = 0) -> Non
         out[prefix] = value if isinstance(value, (int, float, str, bool, list)) or value is None else str(value)
 
 
-def read_hyperparameters(path: Path) -> Dict[str, Any]:
-    path = Path(path)
-    text = _read(path)
+def read_hyperparameters(path: Path, text: str) -> Dict[str, Any]:
+    """The hyperparameters of the launch script or yaml file ``path``, whose text (read_inputs) is ``text``."""
     suffix = path.suffix.lower()
     if suffix in YAML_SUFFIXES:
         try:
@@ -89,14 +88,21 @@ def _read(path: Path) -> str:
         raise MsprobeError(f"{path}: cannot read ({exc.strerror})")
 
 
-def launch_environment(paths: Iterable[Path], environ: Mapping[str, str]) -> Dict[str, str]:
-    """``environ`` as the launch scripts among ``paths`` change it for their launch commands (what they export,
-    unset or put before the command), in order: the environment the training runs in, not the packer's."""
+def read_inputs(paths: Iterable[Path]) -> List[Tuple[Path, str]]:
+    """Each launch script or yaml file with its text, read once: the environment and the hyperparameters
+    both come from it."""
+    return [(Path(path), _read(Path(path))) for path in paths]
+
+
+def launch_environment(inputs: Iterable[Tuple[Path, str]], environ: Mapping[str, str]) -> Dict[str, str]:
+    """``environ`` as the launch scripts among ``inputs`` (path, text) change it for their launch commands
+    (what they export, unset or put before the command), in order: the environment the training runs in, not
+    the packer's."""
     out = dict(environ)
-    for path in paths:
-        if Path(path).suffix.lower() not in SHELL_SUFFIXES:
+    for path, text in inputs:
+        if path.suffix.lower() not in SHELL_SUFFIXES:
             continue
-        for name, value in script_exports(_read(Path(path)), out).items():
+        for name, value in script_exports(text, out).items():
             if value is None:
                 out.pop(name, None)
             else:
@@ -104,10 +110,10 @@ def launch_environment(paths: Iterable[Path], environ: Mapping[str, str]) -> Dic
     return out
 
 
-def collect_hyperparameters(paths: Iterable[Path]) -> Dict[str, Any]:
+def collect_hyperparameters(inputs: Iterable[Tuple[Path, str]]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
-    for path in paths:
-        merge_into(out, read_hyperparameters(Path(path)))
+    for path, text in inputs:
+        merge_into(out, read_hyperparameters(path, text))
     return out
 
 
@@ -115,9 +121,9 @@ def static_entries(paths: Optional[Iterable[Path]], masker: Masker,
                    environ: Optional[Mapping[str, str]] = None) -> Dict[str, bytes]:
     """The entries every pack has (env: with what the given launch scripts export; pip) and the static
     hyperparameters when files are given."""
-    paths = list(paths or [])
-    environ = launch_environment(paths, os.environ if environ is None else environ)
+    inputs = read_inputs(paths or [])
+    environ = launch_environment(inputs, os.environ if environ is None else environ)
     entries = {formats.ENV: formats.dumps(collect_env(masker, environ)), formats.PIP: formats.pip_text(collect_pip())}
-    if paths:
-        entries[formats.HYPER_STATIC] = formats.dumps(masker.tree(collect_hyperparameters(paths)))
+    if inputs:
+        entries[formats.HYPER_STATIC] = formats.dumps(masker.tree(collect_hyperparameters(inputs)))
     return entries
