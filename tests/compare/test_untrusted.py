@@ -15,7 +15,7 @@ from openpyxl import load_workbook
 from openpyxl.utils.escape import unescape
 
 from tests.compare.compare_helpers import PLANTED_API, msprobe, read_csv, renamed_copy
-from tests.support.cli import MSPROBE
+from tests.support.cli import MSPROBE, assert_one_line_error
 from tests.support.terminal import HOSTILE_ESCAPES, HOSTILE_SHOWN, TERMINAL_CONTROL, printed
 
 # what a spreadsheet would run, or read as a formula, if the cell were not neutralised
@@ -98,11 +98,10 @@ def test_a_tensor_comparison_that_cannot_read_a_tensor_is_an_error(tiny_dumps, t
     damage_it(files, DAMAGED)
     out = tmp_path / "out"
     done = msprobe("compare", "-tp", target, "-gp", tiny_dumps["tensor"], "-o", out, cwd=tmp_path)
-    assert done.returncode == 2, (done.stdout, done.stderr)
     # the folder linked away loses every file: the first one read is named
     named = f"{files}/" if damage == "tensor folder linked to /etc" else f"{files / DAMAGED}: {problem}"
-    assert done.stderr.startswith(f"msprobe: error: {named}") and done.stderr.count("\n") == 1, done.stderr
-    assert problem in done.stderr
+    said = assert_one_line_error(done, problem)
+    assert said.startswith(f"msprobe: error: {named}"), said
     assert not out.exists() and not (tmp_path / "PWNED").exists()
     inspected = msprobe("inspect", target, cwd=tmp_path)  # every tool rejects what compare rejects (the pickle: unread,
     assert inspected.returncode == 2 and problem in inspected.stderr, inspected.stderr  # not run)

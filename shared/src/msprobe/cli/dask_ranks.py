@@ -8,7 +8,7 @@
   travel: only results do. A rank no worker can read, or whose only readers died, is reported with why.
 
 A task that fails, or whose worker died and could not be run elsewhere, is a :class:`RankOutcome` with
-``ok=False`` and ``why``: callers report it as not done, never as done.
+``ok=False`` and ``why``: callers report it as not done, never as done (:func:`refuse_incomplete`).
 """
 from __future__ import annotations
 
@@ -74,6 +74,20 @@ def _task(fn: Callable[[Any], Any], path: Any, item: Any) -> Dict[str, Any]:
         if not can_read(folder):
             raise MsprobeError(f"{folder}: not readable on worker {worker_name()}")
     return {"value": fn(item), "worker": worker_name()}
+
+
+def refuse_incomplete(outcomes: Sequence[RankOutcome], verb: str) -> None:
+    """Refuse a run with a task not done (its dump broken, no worker reading its folders, its workers dead):
+    a report never claims a rank it did not read. Names the first such task, counts the others; ``verb``:
+    what a task does ("compared"). A lost task is named by its folders, a failed one by its own error."""
+    failed = [o for o in outcomes if not o.ok]
+    if not failed:
+        return
+    first = failed[0]
+    why = f"{' vs '.join(_folders(first.path))}: not {verb}: {first.why}" if first.lost else first.why
+    unit = "rank pair(s)" if isinstance(first.path, (tuple, list)) else "rank(s)"
+    more = f" (and {len(failed) - 1} more {unit} not {verb})" if len(failed) > 1 else ""
+    raise MsprobeError(why + more)
 
 
 def dask_modules():

@@ -6,8 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from msprobe.cli.dask_ranks import run_ranks
-from msprobe.schema import MsprobeError
+from msprobe.cli.dask_ranks import refuse_incomplete, run_ranks
 from msprobe.schema.compare_result import result_file_name
 
 from .config import CompareConfig
@@ -15,7 +14,7 @@ from .divergence import INHERITED, FirstDivergence, execution_order, first_diver
 from .mapping import load_mapping
 from .output import output_dir, write_csv, write_summary
 from .pair import pair_ranks
-from .rank import RankComparison, compare_rank
+from .rank import RankComparison, compare_rank, without_cyclic_gc
 from .view_data import entries_per_rank, rank_view
 
 EXIT_PASS, EXIT_DIVERGED = 0, 1
@@ -88,7 +87,7 @@ def run_compare(target: Path, golden: Path, config: CompareConfig) -> CompareRun
         outcomes = run_ranks(_compare_job, [(str(t.path), str(g.path)) for t, g in pairs], "compare",
                              jobs=min(config.workers, max(1, len(jobs))), scheduler=config.scheduler,
                              quiet=config.quiet, items=jobs)
-        _refuse_incomplete(outcomes)
+        refuse_incomplete(outcomes, "compared")
         reports = [outcome.value for outcome in outcomes]
         ranks = [r[0] for r in reports]
         first = _earliest(ranks)
@@ -97,22 +96,12 @@ def run_compare(target: Path, golden: Path, config: CompareConfig) -> CompareRun
     return CompareRun(ranks=ranks, first=first, summary=summary, views=[r[1] for r in reports], summary_path=path)
 
 
-def _refuse_incomplete(outcomes) -> None:
-    """A rank pair not compared (a broken dump, no worker reading both sides, workers that died) fails the
-    run, naming it: the summary never claims a rank it did not compare."""
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        first = failed[0]
-        why = f"{first.path[0]} vs {first.path[1]}: not compared: {first.why}" if first.lost else first.why
-        more = f" (and {len(failed) - 1} more rank pair(s) not compared)" if len(failed) > 1 else ""
-        raise MsprobeError(why + more)
-
-
 def _compare_job(job) -> tuple:
     (t_rank, g_rank), config, mapping, folder, timestamp, several_steps, per_rank = job
     folder.mkdir(parents=True, exist_ok=True)  # (on a cluster: the -o folder of this worker's node)
-    comparison = compare_rank(t_rank, g_rank, config, mapping)
-    return _write_rank(comparison, config, folder, timestamp, several_steps, per_rank)
+    with without_cyclic_gc():
+        comparison = compare_rank(t_rank, g_rank, config, mapping)
+        return _write_rank(comparison, config, folder, timestamp, several_steps, per_rank)
 
 
 def _write_rank(comparison: RankComparison, config: CompareConfig, folder: Path, timestamp: str,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
-from msprobe.cli.dask_ranks import run_ranks
-from msprobe.schema import MsprobeError, RankDir, find_rank_dirs
+from msprobe.cli.dask_ranks import refuse_incomplete, run_ranks
+from msprobe.schema import RankDir, find_rank_dirs
 from msprobe.schema.index import reader_cache
 from msprobe.schema.tree import group_by_step
 
@@ -80,9 +80,7 @@ def analyze_ranks(ranks: List[RankDir], last: int = 5, include_expected: bool = 
                                 cache=reader_cache())
     outcomes = run_ranks(analyze, [str(rank.path) for rank in ranks], "overflow_check", jobs=jobs,
                          scheduler=scheduler, quiet=quiet, items=ranks)
-    failed = next((o for o in outcomes if not o.ok), None)
-    if failed is not None:
-        raise MsprobeError(f"{failed.path}: {failed.why}" if failed.lost else failed.why)
+    refuse_incomplete(outcomes, "analysed")
     done = {id(rank): outcome.value for rank, outcome in zip(ranks, outcomes)}
     out = []
     for name, members in group_by_step(ranks).items():
