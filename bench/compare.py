@@ -115,6 +115,28 @@ def floor_per_rank(target: Path, golden: Path, ours: Path) -> float:
     return elapsed
 
 
+def one_pair_in_process(target: Path, golden: Path, out: Path) -> Tuple[float, float]:
+    """(seconds for the whole rank pair, seconds for the comparison and first divergence alone) of the
+    diverging rank (3, else the last), compared in this process after the imports: the issue's one-pair
+    figure (target 0.5 s for 100,000 entries)."""
+    from msprobe.compare.config import CompareConfig
+    from msprobe.compare.divergence import first_divergence
+    from msprobe.compare.mapping import load_mapping
+    from msprobe.compare.rank import compare_rank, without_cyclic_gc
+    from msprobe.compare.run import run_compare
+    from msprobe.schema import find_rank_dirs
+
+    rank = min(3, len(list((target / "step0").iterdir())) - 1)
+    t_rank, g_rank = (find_rank_dirs(side / "step0" / f"rank{rank}")[0] for side in (target, golden))
+    started = time.perf_counter()
+    with without_cyclic_gc():
+        first_divergence(compare_rank(t_rank, g_rank, CompareConfig(output_dir=out), load_mapping(None)))
+    judged = time.perf_counter() - started
+    started = time.perf_counter()
+    run_compare(t_rank.path, g_rank.path, CompareConfig(output_dir=out, xlsx=False, quiet=True))
+    return time.perf_counter() - started, judged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, default=4, help="rank directories on each side (default 4)")
@@ -145,6 +167,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
     floor = floor_per_rank(target, golden, work / "ours")
     print(f"floor:          {floor * args.ranks / args.workers:8.1f} s  {floor:6.2f} s/rank  "
           "(json parse of both sides + csv write of the table, nothing else)")
+    whole, judged = one_pair_in_process(target, golden, work / "in_process")
+    print(f"one rank pair:  {whole:8.2f} s in process, table written ({judged:.2f} s compared and first divergence "
+          f"found, no file; target 0.5 s at 100,000 entries)")
     if args.no_upstream:
         return
     from tests.support.upstream_msprobe import upstream_python

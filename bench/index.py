@@ -47,7 +47,7 @@ def index_vs_floor(rank: Path, out: Path) -> tuple:
         floors.append(time.perf_counter() - started)
         started = time.perf_counter()
         table = read_json_table(source)
-        write_index(table.rows, table.header, source_key(source), out, table.entries)
+        write_index(table, source_key(source), out)
         builds.append(time.perf_counter() - started)
         del table
     return min(builds), min(floors)

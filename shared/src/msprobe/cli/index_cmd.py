@@ -37,8 +37,8 @@ def index_rank(path: str, cache: str) -> Dict[str, object]:
         return {"index": str(target), "built": False}
     Path(cache).mkdir(parents=True, exist_ok=True)
     table = idx.read_json_table(source)
-    idx.write_index(table.rows, table.header, key, target, table.entries)
-    return {"index": str(target), "built": True, "rows": len(table.rows)}
+    idx.write_index(table, key, target)
+    return {"index": str(target), "built": True, "rows": table.row_count}
 
 
 def index(

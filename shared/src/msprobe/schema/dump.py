@@ -177,28 +177,40 @@ def validate_entry(name: str, entry: Any, path: Optional[PathLike] = None) -> No
         raise SchemaError(path, field_path("data", name), "nested too deeply") from None
 
 
-def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> None:
-    where = field_path(*trail)
+def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> List[Optional[float]]:
+    """Check one tensor record; returns its statistics as floats in STAT_KEYS order (None where absent): the
+    check has to read them as numbers, and the index keeps what it read (one parse of each statistic)."""
     if "dtype" in record and not isinstance(record["dtype"], str):
-        raise SchemaError(path, where + ".dtype", "expected a string", record["dtype"], has_got=True)
+        _refuse(path, trail, "dtype", "expected a string", record["dtype"])
     shape = record.get("shape")
     if shape is not None and not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
                                                                   for d in shape)):
-        raise SchemaError(path, where + ".shape", "expected a list of integers", shape, has_got=True)
+        _refuse(path, trail, "shape", "expected a list of integers", shape)
+    stats: List[Optional[float]] = []
     for key in STAT_KEYS:
         value = record.get(key)
-        if value is not None and stat_value(value) is None:
-            raise SchemaError(path, f"{where}.{key}", "expected a number or null", value, has_got=True)
+        if type(value) is float or value is None:  # nearly every statistic: no conversion to make
+            stats.append(value)
+            continue
+        number = stat_value(value)
+        if number is None:
+            _refuse(path, trail, key, "expected a number or null", value)
+        stats.append(number)
     if "requires_grad" in record and not isinstance(record["requires_grad"], (bool, type(None))):
-        raise SchemaError(path, where + ".requires_grad", "expected true or false", record["requires_grad"],
-                          has_got=True)
+        _refuse(path, trail, "requires_grad", "expected true or false", record["requires_grad"])
     md5 = record.get("md5")
     # (msprobe 26.2.0's xor mode writes a 0-d tensor's value as its md5: a number is read as that value)
     if md5 is not None and not (isinstance(md5, str) and _MD5_RE.fullmatch(md5) or _is_number(md5)):
-        raise SchemaError(path, where + ".md5", "expected 8 hex digits (CRC-32), 0x and 16 hex digits "
-                          "(xor checksum) or a number (the value of a 0-d tensor)", md5, has_got=True)
+        _refuse(path, trail, "md5", "expected 8 hex digits (CRC-32), 0x and 16 hex digits (xor checksum) or a "
+                "number (the value of a 0-d tensor)", md5)
     if "data_name" in record and not isinstance(record["data_name"], (str, type(None))):
-        raise SchemaError(path, where + ".data_name", "expected a file name", record["data_name"], has_got=True)
+        _refuse(path, trail, "data_name", "expected a file name", record["data_name"])
+    return stats
+
+
+def _refuse(path: Optional[PathLike], trail: Tuple, key: str, why: str, value: Any) -> None:
+    # the field's path is joined only here: a valid record (all but one, if any) never needs it
+    raise SchemaError(path, f"{field_path(*trail)}.{key}", why, value, has_got=True)
 
 
 def _is_number(value: Any) -> bool:

@@ -2,7 +2,8 @@
 
 dump.json stays the exchange format; the index holds the same statistics, one row per tensor record, in
 call order, so tools that scan statistics (compare, overflow_check, inspect) read columns instead of parsing
-JSON. A row is the dict :func:`rows_of_dump` yields, whichever side it comes from:
+JSON. A row (:attr:`RankTable.rows`; readers that scan take :attr:`RankTable.columns`) holds, whichever side
+it comes from:
 
 ``order`` (the entry's position in ``data``: call order), ``entry``, ``direction`` (``input_args``,
 ``input_kwargs``, ``output``, ``parameters``, ``input``...), ``path`` (the rest of the record's position,
@@ -68,16 +69,35 @@ def _checksum(value: Any) -> Optional[str]:
     return json.dumps(value)  # msprobe 26.2.0's xor mode: a 0-d tensor's value, a number
 
 
-def _row(order: int, name: str, trail: Tuple, record: Dict[str, Any]) -> Dict[str, Any]:
-    row = {"order": order, "entry": name, "direction": str(trail[0]) if trail else "",
-           "path": ".".join(str(step) for step in trail[1:]), "type": record.get("type"),
-           "dtype": record.get("dtype"), "shape": record.get("shape")}
-    for key in STAT_KEYS:
-        row[key] = stat_value(record.get(key))
-    row["requires_grad"] = record.get("requires_grad")
-    row["md5"] = _checksum(record.get("md5"))
-    row["data_name"] = record.get("data_name")
-    return row
+class _Columns:
+    """The index's columns filled record by record: a rank holds hundreds of thousands of records, and a dict
+    per row (then taken apart again into columns) was most of the cost of building an index."""
+
+    def __init__(self) -> None:
+        self.columns: Dict[str, List[Any]] = {name: [] for name in COLUMNS}
+        self._stats = [self.columns[key].append for key in STAT_KEYS]
+        (self._order, self._entry, self._direction, self._path, self._type, self._dtype, self._shape,
+         self._requires_grad, self._md5, self._data_name) = (self.columns[name].append for name in _RECORD_COLUMNS)
+
+    def add(self, order: int, name: str, trail: Tuple, record: Dict[str, Any], stats: List[Optional[float]]) -> None:
+        self._order(order)
+        self._entry(name)
+        self._direction(str(trail[0]) if trail else "")
+        self._path(".".join([str(step) for step in trail[1:]]) if len(trail) > 1 else "")
+        get = record.get
+        self._type(get("type"))
+        self._dtype(get("dtype"))
+        self._shape(get("shape"))
+        for append, value in zip(self._stats, stats):
+            append(value)
+        self._requires_grad(get("requires_grad"))
+        md5 = get("md5")
+        self._md5(md5 if md5 is None or type(md5) is str else _checksum(md5))
+        self._data_name(get("data_name"))
+
+
+_RECORD_COLUMNS = ("order", "entry", "direction", "path", "type", "dtype", "shape", "requires_grad", "md5",
+                   "data_name")
 
 
 @dataclass
@@ -85,11 +105,25 @@ class RankTable:
     """One rank's statistics as a reader gets them, from its index or from dump.json (the same either way)."""
 
     header: Dict[str, Any]
-    rows: List[Dict[str, Any]]
+    columns: Dict[str, List[Any]]
+    """The table by column (:data:`COLUMNS`), each a list of one value per tensor record, in call order."""
     entries: List[str]
     """Every entry's name in call order (an entry recording no tensor has no row)."""
     indexed: bool = False
     """Read from an index (not from dump.json)."""
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        """The table by row: one dict per tensor record (made on each call: readers that scan, scan columns)."""
+        return [dict(zip(COLUMNS, values)) for values in zip(*(self.columns[name] for name in COLUMNS))]
+
+    @property
+    def row_count(self) -> int:
+        return len(self.columns["order"])
+
+    def all_finite(self) -> bool:
+        """No statistic of any row is inf or nan (an overflow scan's first question, asked of columns)."""
+        return all(value is None or math.isfinite(value) for key in STAT_KEYS for value in self.columns[key])
 
 
 def row_is_finite(row: Dict[str, Any]) -> bool:
@@ -98,16 +132,30 @@ def row_is_finite(row: Dict[str, Any]) -> bool:
     return all(row[key] is None or math.isfinite(row[key]) for key in STAT_KEYS)
 
 
-def rows_of_dump(dump: DumpFile) -> Iterator[Dict[str, Any]]:
-    """The index's rows of a dump already read (and checked) from JSON, in call order."""
-    return rows_of_data(dump.data)
+def table_of_dump(dump: DumpFile) -> RankTable:
+    """The table of a dump already read (and checked) from JSON."""
+    return table_of_data(dump.header(), dump.data)
 
 
-def rows_of_data(data: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
-    """The index's rows of a dump's ``data`` object, in call order."""
+def table_of_data(header: Dict[str, Any], data: Dict[str, Any], path: Optional[PathLike] = None) -> RankTable:
+    """The table of a dump's ``header`` and ``data`` object, each record checked as dump.json's reader checks it
+    (``path``: the file named in errors)."""
+    columns = _Columns()
+    add = columns.add
     for order, (name, entry) in enumerate(data.items()):
-        for trail, record in iter_records(entry):
-            yield _row(order, name, trail, record)
+        if not isinstance(entry, dict):
+            raise SchemaError(path, f"data.{name}", "expected an object (an entry)", entry, has_got=True)
+        try:  # each record checked and added in the same walk (its statistics read once, by the check)
+            for trail, record in iter_records(entry):
+                add(order, name, trail, record, _validate_record(record, path, ("data", name) + trail))
+        except RecursionError:
+            raise SchemaError(path, f"data.{name}", "nested too deeply") from None
+    return RankTable(header, columns.columns, list(data))
+
+
+def rows_of_dump(dump: DumpFile) -> List[Dict[str, Any]]:
+    """The index's rows of a dump already read (and checked) from JSON, in call order."""
+    return table_of_dump(dump).rows
 
 
 def source_file(rank_path: Path) -> Path:
@@ -151,24 +199,12 @@ def read_json_table(path: PathLike) -> RankTable:
     """:func:`read_rows_json`'s table, with the entries' names."""
     path = Path(path)
     if path.name != DUMP_NAME or journal_recorded(path.parent / JOURNAL_NAME):
-        dump = load_dump(path.parent / DUMP_NAME if path.name == JOURNAL_NAME else path)
-        return RankTable(dump.header(), list(rows_of_dump(dump)), list(dump.data))
+        return table_of_dump(load_dump(path.parent / DUMP_NAME if path.name == JOURNAL_NAME else path))
     doc = load_json(path)
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict):
         validate_dump(doc, path)  # says what is wrong
-    head = _header_of(doc, path)  # the header's checks; entries are checked below
-    rows: List[Dict[str, Any]] = []
-    for order, (name, entry) in enumerate(data.items()):
-        if not isinstance(entry, dict):
-            raise SchemaError(path, f"data.{name}", "expected an object (an entry)", entry, has_got=True)
-        try:  # each record checked and turned into a row in the same walk (the reader checks them alike)
-            for trail, record in iter_records(entry):
-                _validate_record(record, path, ("data", name) + trail)
-                rows.append(_row(order, name, trail, record))
-        except RecursionError:
-            raise SchemaError(path, f"data.{name}", "nested too deeply") from None
-    return RankTable(head, rows, list(data))
+    return table_of_data(_header_of(doc, path), data, path)  # the header's checks; the entries' in the walk
 
 
 def _header_of(doc: Dict[str, Any], path: PathLike) -> Dict[str, Any]:
@@ -178,20 +214,18 @@ def _header_of(doc: Dict[str, Any], path: PathLike) -> Dict[str, Any]:
     return head.header()
 
 
-def write_index(rows: List[Dict[str, Any]], header: Dict[str, Any], key: str, out: PathLike,
-                entries: Sequence[str] = ()) -> Path:
-    """Write rows as Parquet at ``out`` (atomically: a reader never sees half a table); ``entries``: every
-    entry's name in call order."""
+def write_index(table: RankTable, key: str, out: PathLike) -> Path:
+    """Write a table as Parquet at ``out`` (atomically: a reader never sees half a table), keyed by ``key``."""
     pyarrow, parquet = pyarrow_modules()
-    columns = {name: [row[name] for row in rows] for name in COLUMNS}
     types = {"order": pyarrow.int64(), "shape": pyarrow.list_(pyarrow.int64()), "requires_grad": pyarrow.bool_()}
     types.update({key_: pyarrow.float64() for key_ in STAT_KEYS})
-    arrays = [pyarrow.array(columns[name], type=types.get(name, pyarrow.string())) for name in COLUMNS]
-    meta = {"format": FORMAT, "source": key, "header": json.dumps(header), "entries": json.dumps(list(entries))}
-    table = pyarrow.Table.from_arrays(arrays, names=list(COLUMNS)).replace_schema_metadata(meta)
+    arrays = [pyarrow.array(table.columns[name], type=types.get(name, pyarrow.string())) for name in COLUMNS]
+    meta = {"format": FORMAT, "source": key, "header": json.dumps(table.header),
+            "entries": json.dumps(table.entries)}
+    arrow = pyarrow.Table.from_arrays(arrays, names=list(COLUMNS)).replace_schema_metadata(meta)
     out = Path(out)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    parquet.write_table(table, tmp)
+    parquet.write_table(arrow, tmp)
     os.replace(tmp, out)
     return out
 
@@ -224,10 +258,8 @@ def read_index_table(index: PathLike) -> RankTable:
     meta = table.schema.metadata or {}
     if meta.get(b"format") != FORMAT.encode():
         raise SchemaError(index, "format", f"expected {FORMAT}", meta.get(b"format"), has_got=True)
-    header = json.loads(meta[b"header"])
-    columns = [table.column(name).to_pylist() for name in COLUMNS]
-    rows = [dict(zip(COLUMNS, values)) for values in zip(*columns)]
-    return RankTable(header, rows, json.loads(meta[b"entries"]), indexed=True)
+    columns = {name: table.column(name).to_pylist() for name in COLUMNS}
+    return RankTable(json.loads(meta[b"header"]), columns, json.loads(meta[b"entries"]), indexed=True)
 
 
 def build_index(rank_path: PathLike, out: PathLike) -> Tuple[Path, int]:
@@ -235,7 +267,7 @@ def build_index(rank_path: PathLike, out: PathLike) -> Tuple[Path, int]:
     source = source_file(Path(rank_path))
     key = source_key(source)
     table = read_json_table(source)
-    return write_index(table.rows, table.header, key, out, table.entries), len(table.rows)
+    return write_index(table, key, out), table.row_count
 
 
 def write_beside(rank_dir: PathLike, dump_json: bytes) -> Optional[Path]:
@@ -244,10 +276,9 @@ def write_beside(rank_dir: PathLike, dump_json: bytes) -> Optional[Path]:
     if not have_pyarrow():
         return None
     doc = json.loads(dump_json)
-    data = doc["data"]
     out = Path(rank_dir) / INDEX_NAME
-    return write_index(list(rows_of_data(data)), _header_of(doc, out.with_name(DUMP_NAME)), bytes_key(dump_json),
-                       out, list(data))
+    source = out.with_name(DUMP_NAME)
+    return write_index(table_of_data(_header_of(doc, source), doc["data"], source), bytes_key(dump_json), out)
 
 
 def cache_dir(cache: Optional[PathLike] = None) -> Path:

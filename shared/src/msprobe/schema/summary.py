@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from .errors import PathLike
-from .index import RankTable, find_index, row_is_finite, rows_of_dump
+from .index import RankTable, find_index, row_is_finite, table_of_dump
 from .names import try_parse_entry
 from .tensor_file import tensor_file_problem  # noqa: F401 - inspect's check is every tool's
 from .jsonio import path_kind
@@ -50,7 +50,7 @@ def summarize_rank(rank: RankDir, cache: Optional[PathLike] = None) -> RankSumma
     else:
         files = rank.load()
         dump = files.dump
-        table = RankTable(dump.header(), list(rows_of_dump(dump)), list(dump.data))
+        table = table_of_dump(dump)
         construct, stacks, recovered = files.construct, files.stacks, dump.recovered
     return _summary(rank, table, len(construct), len(stacks), recovered)
 
@@ -80,6 +80,6 @@ def _summary(rank: RankDir, table: RankTable, construct_nodes: int, stacks: int,
                        framework=head.get("framework"), task=head.get("task"), level=head.get("level"),
                        entries=len(table.entries), prefixes=dict(sorted(prefixes.items())),
                        forward=directions["forward"], backward=directions["backward"],
-                       parameters_grad=directions["parameters_grad"], tensors=len(table.rows),
+                       parameters_grad=directions["parameters_grad"], tensors=table.row_count,
                        construct_nodes=construct_nodes, stacks=stacks, non_finite=non_finite,
                        recovered=recovered, tensor_files=tensor_files, bad_files=bad_files)

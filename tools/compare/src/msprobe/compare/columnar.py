@@ -13,19 +13,25 @@ from msprobe.schema.compare_result import header
 from msprobe.schema.index import pyarrow_modules
 
 from .output import write_new
-from .table_row import TableRow
+from .table_row import TableRow, table_columns
 
 
 def write_table(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
     pyarrow, parquet = pyarrow_modules()
     columns = header(mode)
-    cells = [row.cells(columns) for row in rows]
-    arrays = [_array(pyarrow, [row[at] for row in cells]) for at in range(len(columns))]
+    arrays = [_array(pyarrow, values) for values in table_columns(rows, columns)]
     table = pyarrow.Table.from_arrays(arrays, names=list(columns))
     return write_new(folder, name, lambda handle: parquet.write_table(table, handle), binary=True)
 
 
+_NUMBERS = {int, float, type(None)}
+
+
 def _array(pyarrow: Any, values: List[Any]):
-    if all(v is None or (type(v) in (int, float)) for v in values):
-        return pyarrow.array([None if v is None else float(v) for v in values], type=pyarrow.float64())
+    kinds = set(map(type, values))
+    if kinds <= _NUMBERS:  # (ints made floats here: pyarrow refuses one beyond 64 bits)
+        numbers = values if int not in kinds else [None if v is None else float(v) for v in values]
+        return pyarrow.array(numbers, type=pyarrow.float64())
+    if kinds <= {str, type(None)}:
+        return pyarrow.array(values, type=pyarrow.string())
     return pyarrow.array([None if v is None else str(v) for v in values], type=pyarrow.string())

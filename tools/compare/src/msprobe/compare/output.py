@@ -15,7 +15,7 @@ from msprobe.schema import MsprobeError
 from msprobe.schema.compare_result import SUMMARY_NAME, header
 from msprobe.schema.jsonio import dumps
 
-from .table_row import TableRow
+from .table_row import TableRow, table_columns
 
 MAX_TRIES = 1000
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -91,8 +91,7 @@ def write_csv(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
     def write(handle) -> None:
         writer = csv.writer(handle)
         writer.writerow(columns)
-        for row in rows:
-            cells = row.cells(columns)
+        for cells in zip(*table_columns(rows, columns)):
             if any(type(v) is str and v[:1] in _FORMULA_FIRST for v in cells):
                 cells = [csv_cell(v) for v in cells]
             writer.writerow(cells)

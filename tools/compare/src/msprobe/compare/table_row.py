@@ -6,6 +6,7 @@ its name in ``msprobe.schema.compare_result.HEADERS`` (the file format), and the
 from __future__ import annotations
 
 import functools
+import operator
 
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Sequence, Tuple
@@ -56,6 +57,16 @@ class TableRow:
             value = getattr(self, name)
             out.append(value if index is None else value[index])
         return out
+
+
+def table_columns(rows: Sequence[TableRow], columns: Sequence[str]) -> List[List[Any]]:
+    """The rows by column (what :meth:`TableRow.cells` gives, transposed), one list per column of ``columns``:
+    read field by field, not cell by cell (a rank's table holds millions of cells)."""
+    out = []
+    for name, index in _where(tuple(columns)):
+        values = list(map(operator.attrgetter(name), rows))
+        out.append(values if index is None else list(map(operator.itemgetter(index), values)))
+    return out
 
 
 @functools.lru_cache(maxsize=None)

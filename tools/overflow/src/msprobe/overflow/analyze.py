@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from msprobe.schema import RankDir, RankFiles, iter_records, module_chain, record_is_finite, try_parse_entry
 from msprobe.schema.dump import stat_value
 from msprobe.schema.errors import PathLike
-from msprobe.schema.index import find_index, row_is_finite
+from msprobe.schema.index import find_index
 
 from .rules import UserIgnore, has_nan, ignored, literal_non_finite, rule_for, user_ignore_for
 
@@ -209,10 +209,13 @@ def analyze_rank(rank: RankDir, last: int = 5, files: Optional[RankFiles] = None
                  include_expected: bool = False, ignores: Tuple[UserIgnore, ...] = (),
                  cache: Optional[PathLike] = None) -> RankResult:
     """Load one rank directory (journal included) and find its first overflow event. A rank whose statistics
-    index (beside dump.json, or in ``cache``) shows every tensor finite is answered from the index: no event."""
+    index (beside dump.json, or in ``cache``) shows every tensor finite is answered from the index: no event.
+    One that holds inf or nan is then read whole from dump.json, the index read for nothing: its report quotes
+    whole entries (arguments, stacks), which the index does not hold, and in a run that overflowed most ranks
+    are still finite (the index's question pays off on them)."""
     if files is None and not rank.interrupted and rank.dump_file is None:
         table = find_index(rank.path, cache)
-        if table is not None and all(row_is_finite(row) for row in table.rows):
+        if table is not None and table.all_finite():
             return RankResult(rank=rank, entries=len(table.entries), anomalous_entries=0, anomaly=None)
     files = files or rank.load()
     data = files.dump.data
