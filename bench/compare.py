@@ -122,7 +122,8 @@ def one_pair_in_process(target: Path, golden: Path, out: Path) -> Tuple[float, f
     from msprobe.compare.config import CompareConfig
     from msprobe.compare.divergence import first_divergence
     from msprobe.compare.mapping import load_mapping
-    from msprobe.compare.rank import compare_rank, without_cyclic_gc
+    from msprobe.compare.rank import compare_rank
+    from msprobe.schema.jsonio import without_cyclic_gc
     from msprobe.compare.run import run_compare
     from msprobe.schema import find_rank_dirs
 

@@ -15,6 +15,7 @@ from typing import Dict, Optional
 import typer
 
 from ..schema import index as idx
+from ..schema.jsonio import without_cyclic_gc
 from ..schema.tree import scan_dump_tree
 from .dask_ranks import JOBS_HELP, SCHEDULER_HELP, run_ranks
 from .progress import QUIET_HELP, warn
@@ -36,8 +37,9 @@ def index_rank(path: str, cache: str) -> Dict[str, object]:
     if target.is_file() and idx.index_key(target) == key:
         return {"index": str(target), "built": False}
     Path(cache).mkdir(parents=True, exist_ok=True)
-    table = idx.read_json_table(source)
-    idx.write_index(table, key, target)
+    with without_cyclic_gc():
+        table = idx.read_json_table(source)
+        idx.write_index(table, key, target)
     return {"index": str(target), "built": True, "rows": table.row_count}
 
 

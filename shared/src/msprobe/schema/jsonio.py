@@ -5,12 +5,14 @@ we read and write the same tokens so both tools read each other's files.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
+from contextlib import contextmanager
 from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import PathLike, SchemaError
 
@@ -61,6 +63,21 @@ def load_json(path: PathLike) -> Any:
         raise SchemaError(path, None, "invalid JSON: a number with more than 4300 digits") from None
     except RecursionError:
         raise SchemaError(path, None, "invalid JSON: nested too deeply") from None
+
+
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """For work on a whole rank's dump in a process of its own (a compare job, an index build): it makes
+    millions of small objects and no cycles, and the cyclic collector would walk all of them again and again
+    (a third of a 100,000-entry rank's comparison, spread over whatever allocated next). Not for the dump's
+    writer thread: the collector is the whole process's, the training's included."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def dumps(value: Any, indent: int = None) -> str:

@@ -1,11 +1,8 @@
 """One rank of two dumps compared: the table rows and, per entry, whether inputs and outputs agree."""
 from __future__ import annotations
 
-import gc
-
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, List, Optional
 
 from msprobe.schema import RankDir, RankFiles, try_parse_entry
 from msprobe.schema.unchecked import explain, load_rank_unchecked
@@ -72,20 +69,6 @@ class RankComparison:
         for row in self.rows:
             out[row.result if row.result in out else ERROR] += 1
         return out
-
-
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """A rank's comparison and its outputs make millions of small objects and no cycles: the cyclic collector
-    would walk all of them again and again (it took a third of a 100,000-entry rank's time, spread over
-    whatever allocated next: the tables' cells, the first divergence's keys)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:

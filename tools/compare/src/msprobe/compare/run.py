@@ -8,13 +8,14 @@ from typing import Any, Dict, List, Optional
 
 from msprobe.cli.dask_ranks import refuse_incomplete, run_ranks
 from msprobe.schema.compare_result import result_file_name
+from msprobe.schema.jsonio import without_cyclic_gc
 
 from .config import CompareConfig
 from .divergence import INHERITED, FirstDivergence, execution_order, first_divergence
 from .mapping import load_mapping
 from .output import output_dir, write_csv, write_summary
 from .pair import pair_ranks
-from .rank import RankComparison, compare_rank, without_cyclic_gc
+from .rank import RankComparison, compare_rank
 from .view_data import entries_per_rank, rank_view
 
 EXIT_PASS, EXIT_DIVERGED = 0, 1
