@@ -168,11 +168,20 @@ def validate_dump(doc: Any, path: Optional[PathLike] = None) -> DumpFile:
 
 def validate_entry(name: str, entry: Any, path: Optional[PathLike] = None) -> None:
     """Check one entry of ``data`` as :func:`validate_dump` does (streaming readers check entry by entry)."""
+    for _ in checked_records(name, entry, path):
+        pass
+
+
+def checked_records(name: str, entry: Any, path: Optional[PathLike] = None
+                    ) -> Iterator[Tuple[Tuple, Dict[str, Any], List[Optional[float]]]]:
+    """(position within the entry, record, its statistics as floats in STAT_KEYS order) for every tensor record
+    of the entry ``name`` of ``data``, each checked as :func:`validate_dump` checks it (the statistics are what
+    the check read: the index keeps them)."""
     if not isinstance(entry, dict):
         raise SchemaError(path, field_path("data", name), "expected an object (an entry)", entry, has_got=True)
     try:
-        for trail, record in iter_records(entry, ("data", name)):
-            _validate_record(record, path, trail)
+        for trail, record in iter_records(entry):
+            yield trail, record, _validate_record(record, path, ("data", name) + trail)
     except RecursionError:
         raise SchemaError(path, field_path("data", name), "nested too deeply") from None
 

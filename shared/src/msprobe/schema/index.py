@@ -26,10 +26,9 @@ import math
 import os
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from .dump import STAT_KEYS, DumpFile, detect_framework, iter_records, load_dump, stat_value, validate_dump
-from .dump import _validate_record  # one check of a record, shared with dump.json's reader
+from .dump import STAT_KEYS, DumpFile, checked_records, detect_framework, load_dump, validate_dump
 from .errors import MsprobeError, PathLike, SchemaError
 from .journal import DUMP_NAME, JOURNAL_NAME, journal_recorded
 from .jsonio import load_json
@@ -143,13 +142,8 @@ def table_of_data(header: Dict[str, Any], data: Dict[str, Any], path: Optional[P
     columns = _Columns()
     add = columns.add
     for order, (name, entry) in enumerate(data.items()):
-        if not isinstance(entry, dict):
-            raise SchemaError(path, f"data.{name}", "expected an object (an entry)", entry, has_got=True)
-        try:  # each record checked and added in the same walk (its statistics read once, by the check)
-            for trail, record in iter_records(entry):
-                add(order, name, trail, record, _validate_record(record, path, ("data", name) + trail))
-        except RecursionError:
-            raise SchemaError(path, f"data.{name}", "nested too deeply") from None
+        for trail, record, stats in checked_records(name, entry, path):  # each statistic read once, by the check
+            add(order, name, trail, record, stats)
     return RankTable(header, columns.columns, list(data))
 
 
