@@ -50,18 +50,10 @@ class TableRow:
     data_name: str = _col(DATA_NAME)
     """Tensor mode: ``['<target file>', '<golden file>']``."""
 
-    def cells(self, columns: Sequence[str]) -> List[Any]:
-        """The row as the list of ``columns`` (a header of ``compare_result.HEADERS``)."""
-        out = []
-        for name, index in _where(tuple(columns)):
-            value = getattr(self, name)
-            out.append(value if index is None else value[index])
-        return out
-
 
 def table_columns(rows: Sequence[TableRow], columns: Sequence[str]) -> List[List[Any]]:
-    """The rows by column (what :meth:`TableRow.cells` gives, transposed), one list per column of ``columns``:
-    read field by field, not cell by cell (a rank's table holds millions of cells)."""
+    """The rows by column, one list per column of ``columns`` (a header of ``compare_result.HEADERS``): read
+    field by field, not cell by cell (a rank's table holds millions of cells); ``zip(*...)`` gives the rows."""
     out = []
     for name, index in _where(tuple(columns)):
         values = list(map(operator.attrgetter(name), rows))

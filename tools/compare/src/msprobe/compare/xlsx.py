@@ -17,7 +17,7 @@ from openpyxl.utils import get_column_letter
 from msprobe.schema.compare_result import DIFFERENT, ERROR, WARNING, header
 
 from .output import write_new
-from .table_row import TableRow
+from .table_row import TableRow, table_columns
 
 RED, YELLOW = "FFC7CE", "FFEB9C"
 _FILLS = {ERROR: RED, DIFFERENT: RED, WARNING: YELLOW}
@@ -39,9 +39,9 @@ def write_xlsx(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path
     bold = Font(bold=True)
     sheet.append([_styled(sheet, value, font=bold) for value in columns])
     fills = {key: PatternFill("solid", start_color=color, end_color=color) for key, color in _FILLS.items()}
-    for row in rows:
+    for row, cells in zip(rows, zip(*table_columns(rows, columns))):
         fill = fills.get(row.result)
-        values = [_text(v) for v in row.cells(columns)]
+        values = [_text(v) for v in cells]
         if fill is None:
             sheet.append([_styled(sheet, v) if isinstance(v, str) and v.startswith("=") else v for v in values])
         else:
