@@ -18,12 +18,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from .errors import PathLike, SchemaError, field_path
 from .jsonio import load_json
 from .kinds import TASKS
+from .leaves import Leaf, entry_leaves, is_tensor_record
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 """The statistics of a tensor record, in the record's key order: every producer builds them with
 :func:`stat_record`, every reader iterates this tuple."""
-TENSOR_TYPES = ("torch.Tensor", "mindspore.Tensor", "numpy.ndarray", "mindspore._c_expression.Tensor",
-                "torch.nn.parameter.Parameter", "mindspore.Parameter", "mindspore.common.parameter.Parameter")
 _MD5_RE = re.compile(r"^(?:[0-9a-fA-F]{8}|0x[0-9a-fA-F]{16})$")
 """CRC-32 (``summary_mode: md5``), or msprobe 26.x's 64-bit XOR checksum (``summary_mode: xor``)."""
 
@@ -53,11 +52,6 @@ class DumpFile:
         out.update(self.extra)
         out["data"] = self.data
         return out
-
-
-def is_tensor_record(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("type"), str) and (
-        value["type"] in TENSOR_TYPES or value["type"].endswith("Tensor") or "dtype" in value and "shape" in value)
 
 
 def iter_records(value: Any, trail: Tuple = ()) -> Iterator[Tuple[Tuple, Dict[str, Any]]]:
@@ -168,22 +162,22 @@ def validate_dump(doc: Any, path: Optional[PathLike] = None) -> DumpFile:
 
 def validate_entry(name: str, entry: Any, path: Optional[PathLike] = None) -> None:
     """Check one entry of ``data`` as :func:`validate_dump` does (streaming readers check entry by entry)."""
-    for _ in checked_records(name, entry, path):
-        pass
+    checked_leaves(name, entry, path)
 
 
-def checked_records(name: str, entry: Any, path: Optional[PathLike] = None
-                    ) -> Iterator[Tuple[Tuple, Dict[str, Any], List[Optional[float]]]]:
-    """(position within the entry, record, its statistics as floats in STAT_KEYS order) for every tensor record
-    of the entry ``name`` of ``data``, each checked as :func:`validate_dump` checks it (the statistics are what
-    the check read: the index keeps them)."""
+def checked_leaves(name: str, entry: Any, path: Optional[PathLike] = None
+                   ) -> List[Tuple[Leaf, Optional[List[Optional[float]]]]]:
+    """(leaf, its statistics as floats in STAT_KEYS order, None for a leaf that is no tensor) for every leaf of
+    the entry ``name`` of ``data`` (``leaves.entry_leaves``), each tensor record checked as :func:`validate_dump`
+    checks it (the statistics are what the check read: the index keeps them)."""
     if not isinstance(entry, dict):
         raise SchemaError(path, field_path("data", name), "expected an object (an entry)", entry, has_got=True)
     try:
-        for trail, record in iter_records(entry):
-            yield trail, record, _validate_record(record, path, ("data", name) + trail)
+        leaves = entry_leaves(name, entry)
     except RecursionError:
         raise SchemaError(path, field_path("data", name), "nested too deeply") from None
+    return [(leaf, _validate_record(leaf.value, path, ("data", name) + leaf.trail)
+             if is_tensor_record(leaf.value) else None) for leaf in leaves]
 
 
 def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> List[Optional[float]]:

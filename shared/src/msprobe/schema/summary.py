@@ -80,6 +80,6 @@ def _summary(rank: RankDir, table: RankTable, construct_nodes: int, stacks: int,
                        framework=head.get("framework"), task=head.get("task"), level=head.get("level"),
                        entries=len(table.entries), prefixes=dict(sorted(prefixes.items())),
                        forward=directions["forward"], backward=directions["backward"],
-                       parameters_grad=directions["parameters_grad"], tensors=table.row_count,
+                       parameters_grad=directions["parameters_grad"], tensors=table.tensor_count,
                        construct_nodes=construct_nodes, stacks=stacks, non_finite=non_finite,
                        recovered=recovered, tensor_files=tensor_files, bad_files=bad_files)
