@@ -5,6 +5,7 @@ table is written as Parquet instead of CSV (``--csv`` forces the CSV), holding t
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import pytest
 
 from msprobe.compare.config import CompareConfig
 from msprobe.compare.run import run_compare
+from msprobe.schema.index import INDEX_NAME
 from tests.compare.compare_helpers import PLANTED_API, msprobe
 from tests.support.ci import imported
 from tests.support.cli import assert_one_line_error
@@ -55,10 +57,16 @@ def _compare(target: Path, golden: Path, out: Path, *options) -> dict:
     return _seen(out, done)
 
 
+def _read(seen: dict) -> list:
+    return [rank["read"] for rank in json.loads(seen["summary"])["ranks"]]
+
+
 def test_in_process_local_workers_and_a_cluster_give_the_same_results(trees, tmp_path):
+    """Each side read from the index the dump wrote beside dump.json; the same results from dump.json alone."""
     target, golden = trees
     alone = _compare(target, golden, tmp_path / "one", "-j", "1")
     assert len(alone["tables"]) == RANKS and PLANTED_API in alone["stdout"]
+    assert _read(alone) == [{"target": "index", "golden": "index"}] * RANKS
     assert _compare(target, golden, tmp_path / "two", "-j", "2") == alone
     with dask_cluster({"a": None, "b": None}) as (address, _):
         assert _compare(target, golden, tmp_path / "cluster", "--scheduler", address) == alone
@@ -67,6 +75,15 @@ def test_in_process_local_workers_and_a_cluster_give_the_same_results(trees, tmp
             assert _compare(target, golden, tmp_path / "env") == alone
         finally:
             del os.environ["DASK_SCHEDULER_ADDRESS"]
+        plain = tmp_path / "plain"  # the trees without their indexes: read from dump.json, on the cluster
+        for side in (target, golden):
+            shutil.copytree(side, plain / side.name, ignore=shutil.ignore_patterns(INDEX_NAME))
+        from_json = _compare(plain / target.name, plain / golden.name, tmp_path / "json", "--scheduler", address)
+    assert _read(from_json) == [{"target": "dump.json", "golden": "dump.json"}] * RANKS
+    assert from_json["tables"] == alone["tables"]
+    same = {key: from_json[key].replace(str(plain), str(target.parent)).replace('"dump.json"', '"index"')
+            for key in ("stdout", "summary")}
+    assert same == {key: alone[key] for key in same}
 
 
 def test_each_worker_compares_the_ranks_of_its_node(trees, tmp_path):

@@ -3,37 +3,26 @@ from __future__ import annotations
 
 from typing import Tuple
 
-from msprobe.schema import DumpFile, MsprobeError, RankDir, iter_records
+from msprobe.schema import MsprobeError
 from msprobe.schema.compare_result import CompareMode
 
-_PROBE_ENTRIES = 64
-"""Entries looked at to tell what a dump holds (a dump is written in one summary mode throughout)."""
+from .sides import RankSide
 
 
-def _holds(dump: DumpFile, key: str) -> bool:
-    for index, entry in enumerate(dump.data.values()):
-        if index >= _PROBE_ENTRIES:
-            break
-        for _, record in iter_records(entry):
-            if record.get(key):
-                return True
-    return False
-
-
-def describe(dump: DumpFile, rank: RankDir) -> str:
+def describe(side: RankSide) -> str:
     """``tensor``, ``md5``, ``statistics`` or ``overflow_check``."""
-    if dump.task == "overflow_check":
+    if side.task == "overflow_check":
         return "overflow_check"
-    if dump.task == "tensor" or (rank.tensor_dir.is_dir() and _holds(dump, "data_name")):
+    if side.task == "tensor" or (side.rank.tensor_dir.is_dir() and side.holds("data_name")):
         return "tensor"
-    return "md5" if _holds(dump, "md5") else "statistics"
+    return "md5" if side.holds("md5") else "statistics"
 
 
-def choose_mode(target: DumpFile, golden: DumpFile, target_rank: RankDir, golden_rank: RankDir,
-                statistics: bool = False) -> Tuple[CompareMode, str]:
+def choose_mode(target: RankSide, golden: RankSide, statistics: bool = False) -> Tuple[CompareMode, str]:
     """(mode, note for the user: empty when both sides hold the same kind of data); ``statistics``: tensor
     dumps are compared by their statistics, no tensor file read (``--statistics``)."""
-    kinds = describe(target, target_rank), describe(golden, golden_rank)
+    target_rank, golden_rank = target.rank, golden.rank
+    kinds = describe(target), describe(golden)
     if statistics and "tensor" in kinds and "md5" not in kinds and "overflow_check" not in kinds:
         return "statistics", "compared by statistics, as asked (--statistics): no tensor file read"
     if "overflow_check" in kinds:

@@ -4,15 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from msprobe.schema import RankDir, RankFiles, try_parse_entry
-from msprobe.schema.unchecked import explain, load_rank_unchecked
+from msprobe.schema import RankDir, try_parse_entry
+from msprobe.schema.unchecked import explain
 from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE, PASS, WARNING
 
 from .config import CompareConfig
 from .mapping import NameMapping
 from .match import pair_entries
 from .modes import choose_mode
-from .rows import INPUT, PARAMETERS, Row, entry_rows
+from .rows import INPUT, PARAMETERS, Row
+from .sides import RankSide, load_side
 from .table import RowJudge
 from .table_row import TableRow
 
@@ -61,7 +62,8 @@ class RankComparison:
     rows: List[TableRow]
     entries: List[EntryResult]
     unmatched_golden: List[str]
-    files: Dict[str, RankFiles]
+    files: Dict[str, RankSide]
+    """``target`` and ``golden``: each side as read (its construct.json and stack.json too)."""
 
     @property
     def counts(self) -> Dict[str, int]:
@@ -79,11 +81,11 @@ def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mappin
 
 
 def _compare(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
-    t_files, g_files = load_rank_unchecked(target), load_rank_unchecked(golden)
-    mode, note = choose_mode(t_files.dump, g_files.dump, target, golden, config.statistics)
-    same = _family(t_files.dump.framework) == _family(g_files.dump.framework)
+    t_files, g_files = load_side(target), load_side(golden)
+    mode, note = choose_mode(t_files, g_files, config.statistics)
+    same = _family(t_files.framework) == _family(g_files.framework)
     judge = RowJudge(mode, config.tolerance, target.tensor_dir, golden.tensor_dir, config.max_tensor_bytes, same)
-    pairs, unmatched = pair_entries(t_files.dump.data, g_files.dump.data, mapping)
+    pairs, unmatched = pair_entries(t_files.names, g_files.names, mapping)
     rows: List[TableRow] = []
     entries = []
     for t_name, g_name in pairs:
@@ -103,14 +105,12 @@ def _kind(name: str):
     return (parsed.kind, parsed.direction) if parsed else ("other", None)
 
 
-def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankFiles, g_files: RankFiles,
+def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankSide, g_files: RankSide,
                    judge: RowJudge, config: CompareConfig, rows: List[TableRow]) -> EntryResult:
     kind, direction = _kind(t_name)
-    grad = kind == "parameters_grad"
     result = EntryResult(t_name, g_name, kind, direction, first_row=len(rows))
-    t_rows = entry_rows(t_name, t_files.dump.data[t_name], grad)
-    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in
-                                        entry_rows(g_name, g_files.dump.data[g_name], grad)}
+    t_rows = t_files.rows(t_name)
+    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in g_files.rows(g_name)}
     stack = _stack_text(t_files.stacks.get(t_name)) if config.stack else NOT_APPLICABLE
     for index, row in enumerate(t_rows):
         partner = g_rows.pop(row.name[len(t_name):], None) if g_name is not None else None

@@ -42,6 +42,9 @@ class RankReport:
     first_divergence: Optional[FirstDivergence]
     recorded_differently: List[str]
     """Entries whose outputs differ only in how the two dumps record them (``divergence`` module)."""
+    read: Dict[str, str]
+    """Per side (``target``, ``golden``): ``index`` when its rows came from a statistics index matching its
+    dump.json, else ``dump.json`` (the same rows either way)."""
 
     @property
     def diverged(self) -> bool:
@@ -137,7 +140,8 @@ def _rank_report(comparison: RankComparison, files: Dict[str, str], found: Optio
         entries=len(comparison.entries), matched_entries=len(matched),
         unmatched_target=[e.name for e in comparison.entries if e.golden is None],
         unmatched_golden=comparison.unmatched_golden, first_divergence=found,
-        recorded_differently=recorded_differently)
+        recorded_differently=recorded_differently,
+        read={side: "index" if read.indexed else "dump.json" for side, read in comparison.files.items()})
 
 
 def _summary(target: Path, golden: Path, config: CompareConfig, ranks: List[RankReport],
