@@ -7,14 +7,17 @@
 Each side is a statistics dump ``step0/rank{N}/dump.json`` of ``--entries`` API entries (two inputs and
 one output each, as a linear layer has) written once per side and hard-linked into every rank directory
 (the content of a rank does not change the cost; rank 3 of the target has its own file, whose outputs
-drift from entry ``entries // 2`` on). Both tools run as separate processes, one after the other;
+drift from entry ``entries // 2`` on), each with the statistics index our dump writes beside dump.json
+(built once a file, linked alike): our compare reads the index, msprobe dump.json. Both tools run as separate processes, one after the other;
 the peak RSS is the largest sum over the process and its children, sampled every 20 ms. msprobe
 26.2.0 (from tests/support/upstream_msprobe.py) compares ``--upstream-ranks`` ranks of the same dumps
 (all of them by default); its time is also given per rank, to set against ours.
 
-The ``floor`` line is what no comparison in Python can go below on this machine: parsing one rank's two
+The ``floor`` line is what no comparison from dump.json can go below on this machine: parsing one rank's two
 dump.json files with the ``json`` module and writing our table of that rank with the ``csv`` module, and
-nothing else, scaled to all ranks over the workers.
+nothing else, scaled to all ranks over the workers. The rank pair is then compared in this process, from
+its indexes and again from dump.json alone; the ``column floor`` line is what a comparison from the index
+cannot go below: both indexes read as arrays and every row judged by column, nothing else.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import psutil
 
@@ -63,20 +66,31 @@ def make_dump_json(entries: int, diverge_from: int) -> dict:
     return {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None, "data": data}
 
 
-def make_tree(root: Path, ranks: int, entries: int) -> Tuple[Path, Path]:
-    """``root/golden`` and ``root/target``: ``step0/rank{N}/dump.json``, one file per side hard-linked."""
+def make_tree(root: Path, ranks: int, entries: int, indexed: bool = True) -> Tuple[Path, Path]:
+    """``root/golden`` and ``root/target``: ``step0/rank{N}/dump.json``, one file per side hard-linked; with
+    ``indexed``, each with the statistics index our dump writes beside it (built once a file, linked alike)."""
+    from msprobe.schema.index import INDEX_NAME, build_index
+
     sources = {"golden": make_dump_json(entries, entries), "target": make_dump_json(entries, entries)}
     diverging = make_dump_json(entries, entries // 2)
     for side, doc in sources.items():
-        master = root / f"{side}.json"
-        write_json_atomic(master, doc)
+        master = root / side / "master"
+        master.mkdir(parents=True)
+        write_json_atomic(master / "dump.json", doc)
+        names = ["dump.json"]
+        if indexed:
+            build_index(master, master / INDEX_NAME)
+            names.append(INDEX_NAME)
         for rank in range(ranks):
             rank_dir = root / side / "step0" / f"rank{rank}"
             rank_dir.mkdir(parents=True)
             if side == "target" and rank == 3:
                 write_json_atomic(rank_dir / "dump.json", diverging)
+                if indexed:
+                    build_index(rank_dir, rank_dir / INDEX_NAME)
             else:
-                os.link(master, rank_dir / "dump.json")
+                for name in names:
+                    os.link(master / name, rank_dir / name)
     return root / "target", root / "golden"
 
 
@@ -115,10 +129,15 @@ def floor_per_rank(target: Path, golden: Path, ours: Path) -> float:
     return elapsed
 
 
-def one_pair_in_process(target: Path, golden: Path, out: Path) -> Tuple[float, float]:
+def pair_rank(target: Path) -> str:
+    """The rank timed alone: the diverging rank 3, else the last."""
+    return f"rank{min(3, len(list((target / 'step0').iterdir())) - 1)}"
+
+
+def one_pair_in_process(target: Path, golden: Path, out: Path, rank: str) -> Tuple[float, float]:
     """(seconds for the whole rank pair, seconds for the comparison and first divergence alone) of the
-    diverging rank (3, else the last), compared in this process after the imports: the issue's one-pair
-    figure (target 0.5 s for 100,000 entries)."""
+    diverging rank (3, else the last), compared in this process after the imports, each side read from its
+    index where it has one: the issue's one-pair figure (target 0.5 s for 100,000 entries)."""
     from msprobe.compare.config import CompareConfig
     from msprobe.compare.divergence import first_divergence
     from msprobe.compare.mapping import load_mapping
@@ -127,8 +146,7 @@ def one_pair_in_process(target: Path, golden: Path, out: Path) -> Tuple[float, f
     from msprobe.compare.run import run_compare
     from msprobe.schema import find_rank_dirs
 
-    rank = min(3, len(list((target / "step0").iterdir())) - 1)
-    t_rank, g_rank = (find_rank_dirs(side / "step0" / f"rank{rank}")[0] for side in (target, golden))
+    t_rank, g_rank = (find_rank_dirs(side / "step0" / rank)[0] for side in (target, golden))
     started = time.perf_counter()
     with without_cyclic_gc():
         first_divergence(compare_rank(t_rank, g_rank, CompareConfig(output_dir=out), load_mapping(None)))
@@ -136,6 +154,44 @@ def one_pair_in_process(target: Path, golden: Path, out: Path) -> Tuple[float, f
     started = time.perf_counter()
     run_compare(t_rank.path, g_rank.path, CompareConfig(output_dir=out, xlsx=False, quiet=True))
     return time.perf_counter() - started, judged
+
+
+def unindexed_pair(target: Path, golden: Path, root: Path) -> Tuple[Path, Path]:
+    """The one-pair rank of both sides again, dump.json only (hard links): read from JSON."""
+    rank = pair_rank(target)
+    out = []
+    for side in (target, golden):
+        dest = root / side.name / "step0" / rank
+        dest.mkdir(parents=True)
+        os.link(side / "step0" / rank / "dump.json", dest / "dump.json")
+        out.append(root / side.name)
+    return out[0], out[1]
+
+
+def column_floor(target: Path, golden: Path) -> Tuple[float, Optional[int]]:
+    """Seconds to read the one-pair rank's two indexes as arrays and judge every statistics row by column (rows
+    aligned by label, the scaled error of each, the first beyond a tolerance): what a comparison from the index
+    cannot go below, with nothing of the table, the entries or the first divergence's rules."""
+    import numpy as np
+    import pyarrow.compute as compute
+    import pyarrow.parquet as parquet
+    from msprobe.schema.dump import STAT_KEYS
+    from msprobe.schema.index import INDEX_NAME
+
+    rank = pair_rank(target)
+    started = time.perf_counter()
+    sides = [parquet.ParquetFile(side / "step0" / rank / INDEX_NAME).read(columns=list(STAT_KEYS) + ["entry", "label"])
+             for side in (target, golden)]
+    aligned = all(compute.all(compute.equal(sides[0].column(key), sides[1].column(key))).as_py()
+                  for key in ("entry", "label"))
+    t, g = (np.column_stack([side.column(key).to_numpy() for key in STAT_KEYS]) for side in sides)
+    scale = np.maximum(np.abs(g), np.abs(g[:, 3:4]) / np.sqrt(8 * 1024))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = np.nanmax(np.where(t == g, 0.0, np.abs(t - g) / scale), axis=1)
+    failing = np.flatnonzero(error > 1e-4)
+    elapsed = time.perf_counter() - started
+    assert aligned, "the bench's two sides hold the same entries and rows"
+    return elapsed, (int(failing[0]) if failing.size else None)
 
 
 def main() -> None:
@@ -168,9 +224,16 @@ def run(args: argparse.Namespace, work: Path) -> None:
     floor = floor_per_rank(target, golden, work / "ours")
     print(f"floor:          {floor * args.ranks / args.workers:8.1f} s  {floor:6.2f} s/rank  "
           "(json parse of both sides + csv write of the table, nothing else)")
-    whole, judged = one_pair_in_process(target, golden, work / "in_process")
-    print(f"one rank pair:  {whole:8.2f} s in process, table written ({judged:.2f} s compared and first divergence "
-          f"found, no file; target 0.5 s at 100,000 entries)")
+    whole, judged = one_pair_in_process(target, golden, work / "in_process", pair_rank(target))
+    print(f"one rank pair:  {whole:8.2f} s in process, from the index, table written ({judged:.2f} s compared and "
+          "first divergence found, no file; target 0.5 s at 100,000 entries)")
+    plain = unindexed_pair(target, golden, work / "plain")
+    whole, judged = one_pair_in_process(*plain, work / "in_process_json", pair_rank(target))
+    print(f"one rank pair:  {whole:8.2f} s in process, from dump.json, table written ({judged:.2f} s compared and "
+          "first divergence found)")
+    column_seconds, first_row = column_floor(target, golden)
+    print(f"column floor:   {column_seconds:8.2f} s  (both indexes read as arrays, every row's scaled error by column, "
+          f"the first beyond a tolerance: row {first_row}; no row object, no cell text)")
     if args.no_upstream:
         return
     from tests.support.upstream_msprobe import upstream_python

@@ -13,7 +13,8 @@ Three lines, each a ratio of two times taken here, one after the other:
 * 64 ranks: ``msprobe compare`` of 64 ranks (``--ranks64-entries`` each) with ``-j 2``, per-rank time, and the
   same floor per rank (both sides parsed, the CSV written).
 
-The dumps are bench/compare.py's (one file per side, hard-linked into every rank).
+The dumps are bench/compare.py's (one file per side, hard-linked into every rank, with the index our dump
+writes beside it: compare reads it).
 """
 from __future__ import annotations
 
