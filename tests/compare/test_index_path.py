@@ -139,3 +139,8 @@ def test_an_index_from_a_stranger_is_checked(tiny_dumps, tmp_path, monkeypatch):
     _forge(index, "value", [None if v is None else "[" * 100_000 for v in plain])
     done = msprobe("compare", "-tp", tmp_path / "again", "-gp", golden, "-o", tmp_path / "out", env=dict(os.environ))
     assert_one_line_error(done, f"msprobe: error: {index}: field 'value (row ", "expected the JSON text of an object")
+    exact = parquet.read_table(index).column("exact").to_pylist()
+    _forge(index, "value", plain)
+    _forge(index, "exact", ['{"Max": [1]}' if e is None else e for e in exact])  # a statistic no number
+    done = msprobe("compare", "-tp", tmp_path / "again", "-gp", golden, "-o", tmp_path / "out", env=dict(os.environ))
+    assert_one_line_error(done, f"msprobe: error: {index}: field 'exact (row ", "numbers or strings")

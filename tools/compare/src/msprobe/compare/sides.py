@@ -20,6 +20,7 @@ from .rows import Row, entry_rows
 _PROBE_ENTRIES = 64
 """Entries looked at to tell what a dump holds (a dump is written in one summary mode throughout)."""
 _RECORD_KEYS = ("type", "dtype", "shape") + STAT_KEYS + ("requires_grad", "md5", "data_name")
+_EXACT_KEYS = frozenset(STAT_KEYS + ("md5",))
 
 
 @dataclass
@@ -91,19 +92,22 @@ def _table_rows(table: RankTable, name: str, start: int, end: int) -> List[Row]:
         if tensors[i]:
             record = {key: columns[key][i] for key in _RECORD_KEYS}
             if exacts[i] is not None:  # a statistic or checksum a float does not spell as dump.json did
-                record.update(_decoded(table, "exact", i))
+                record.update(_decoded(table, "exact", i, exact=True))
         else:
             record = _decoded(table, "value", i)
         out.append(Row(f"{name}.{label}", kinds[i], record, tensors[i]))
     return out
 
 
-def _decoded(table: RankTable, column: str, row: int) -> Dict[str, Any]:
-    """The JSON object a text column holds (an index may come with a stranger's dump: refused when it is not)."""
+def _decoded(table: RankTable, column: str, row: int, exact: bool = False) -> Dict[str, Any]:
+    """The JSON object a text column holds; with ``exact``, statistics and checksum spelled as dump.json spells
+    them: numbers and strings (an index may come with a stranger's dump: refused when it is not that)."""
     try:
         value = json.loads(table.columns[column][row])
     except (TypeError, ValueError, RecursionError):
         value = None
-    if not isinstance(value, dict):
-        raise SchemaError(table.path, f"{column} (row {row})", "expected the JSON text of an object")
+    if not isinstance(value, dict) or exact and not all(
+            key in _EXACT_KEYS and isinstance(item, (str, int, float)) for key, item in value.items()):
+        what = "statistics and checksum as numbers or strings" if exact else "an object"
+        raise SchemaError(table.path, f"{column} (row {row})", f"expected the JSON text of {what}")
     return value
