@@ -89,8 +89,10 @@ def cache_dir(cache: Optional[PathLike] = None) -> Path:
 
 
 def cached_path(cache: PathLike, key: str) -> Path:
-    """Where the index of a source with this key lives in a cache folder (content-addressed: equal ranks share)."""
-    return Path(cache) / f"{key}.parquet"
+    """Where the index of a source with this key lives in a cache folder (content-addressed: equal ranks share).
+    The format's version is in the name: clones of other versions share the cache folder without replacing each
+    other's tables (each would find the other's of the wrong format and rebuild it, turn by turn)."""
+    return Path(cache) / f"{key}.{FORMAT.rsplit('/', 1)[-1]}.parquet"
 
 
 def rank_rows(rank_path: PathLike, cache: Optional[PathLike] = None) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
