@@ -176,8 +176,8 @@ def checked_leaves(name: str, entry: Any, path: Optional[PathLike] = None
         leaves = entry_leaves(name, entry)
     except RecursionError:
         raise SchemaError(path, field_path("data", name), "nested too deeply") from None
-    return [(leaf, _validate_record(leaf.value, path, ("data", name) + leaf.trail)
-             if is_tensor_record(leaf.value) else None) for leaf in leaves]
+    return [(leaf, _validate_record(leaf.value, path, ("data", name) + leaf.trail) if leaf.tensor else None)
+            for leaf in leaves]
 
 
 def _validate_record(record: Dict[str, Any], path: Optional[PathLike], trail: Tuple) -> List[Optional[float]]:

@@ -102,7 +102,7 @@ def read_index_table(index: PathLike, handle: Any = None) -> RankTable:
         raise SchemaError(index, "format", f"expected {FORMAT}", meta.get(b"format"), has_got=True)
     header, entries = _checked(index, table, meta)
     columns = {name: _values(table.column(name).combine_chunks()) for name in COLUMNS}
-    return RankTable(header, columns, entries, indexed=True, path=str(index))
+    return RankTable(header, columns, entries, path=str(index))
 
 
 def _checked(index: PathLike, table: Any, meta: Dict[bytes, bytes]) -> Tuple[Dict[str, Any], List[str]]:

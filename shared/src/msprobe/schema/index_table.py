@@ -117,10 +117,12 @@ class RankTable:
     """The table by column (:data:`COLUMNS`), each a list of one value per leaf, in call order."""
     entries: List[str]
     """Every entry's name in call order (an entry holding no leaf has no row)."""
-    indexed: bool = False
-    """Read from an index (not from dump.json)."""
     path: Optional[str] = None
-    """The index file it was read from."""
+    """The index file it was read from; None when read from dump.json."""
+
+    @property
+    def indexed(self) -> bool:
+        return self.path is not None
 
     @property
     def rows(self) -> List[Dict[str, Any]]:

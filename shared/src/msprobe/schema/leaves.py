@@ -34,6 +34,8 @@ class Leaf(NamedTuple):
     """Keys and list positions from the entry down to the leaf (``("input_args", 0)``)."""
     value: Dict[str, Any]
     """The tensor record, the plain value's record, or ``{}`` for None."""
+    tensor: bool
+    """``value`` is a tensor record (:func:`is_tensor_record`, asked once, by the walk)."""
 
 
 def is_params_grad(entry_name: str) -> bool:
@@ -49,17 +51,21 @@ def is_tensor_record(value: Any) -> bool:
         value["type"] in TENSOR_TYPES or value["type"].endswith("Tensor") or "dtype" in value and "shape" in value)
 
 
-def is_leaf(value: Any) -> bool:
-    """A tensor record, or a plain value's record (``type`` and ``value``)."""
-    return is_tensor_record(value) or (isinstance(value, dict) and "type" in value and "value" in value)
+def _is_plain(value: Dict[str, Any]) -> bool:
+    """A plain value's record (``type`` and ``value``)."""
+    return "type" in value and "value" in value
+
+
+def _is_leaf(value: Any) -> bool:
+    return is_tensor_record(value) or (isinstance(value, dict) and _is_plain(value))
 
 
 def entry_leaves(entry_name: str, entry: Dict[str, Any]) -> List[Leaf]:
     """The leaves of one entry: its argument roles in msprobe's row order (inputs, outputs, parameters), then
     anything else the entry holds (label None). Raises RecursionError past Python's nesting limit."""
     out: List[Leaf] = []
-    if is_leaf(entry):  # no entry is a bare record; found all the same, so that it is checked
-        out.append(Leaf(None, None, (), entry))
+    if is_tensor_record(entry):  # no entry is a bare record; found all the same, so that it is checked
+        out.append(Leaf(None, None, (), entry, True))
         return out
     if is_params_grad(entry_name):
         for param, value in entry.items():
@@ -70,7 +76,7 @@ def entry_leaves(entry_name: str, entry: Dict[str, Any]) -> List[Leaf]:
         if value is None:
             continue
         if role == "input_kwargs" or role == "parameters":
-            if isinstance(value, dict) and not is_leaf(value):
+            if isinstance(value, dict) and not _is_leaf(value):
                 for key, item in value.items():
                     _walk(item, f"{kind}.{key}", kind, (role, key), out, 1)
             else:
@@ -93,11 +99,12 @@ def _walk(value: Any, label: Optional[str], kind: Optional[str], trail: Tuple, o
         label = kind = None  # shown no more, still found
     if value is None:
         if label is not None:
-            out.append(Leaf(label, kind, trail, {}))
+            out.append(Leaf(label, kind, trail, {}, False))
     elif isinstance(value, dict):
-        if not value or is_leaf(value):
-            if label is not None or is_tensor_record(value):  # unshown: only records, to be checked
-                out.append(Leaf(label, kind, trail, value))
+        tensor = is_tensor_record(value)
+        if tensor or not value or _is_plain(value):
+            if label is not None or tensor:  # unshown: only records, to be checked
+                out.append(Leaf(label, kind, trail, value, tensor))
         else:
             for key, item in value.items():
                 _walk(item, None if label is None else f"{label}.{key}", kind, trail + (key,), out, depth + 1)

@@ -81,18 +81,18 @@ def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mappin
 
 
 def _compare(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
-    t_files, g_files = load_side(target), load_side(golden)
-    mode, note = choose_mode(t_files, g_files, config.statistics)
-    same = _family(t_files.framework) == _family(g_files.framework)
+    t_side, g_side = load_side(target), load_side(golden)
+    mode, note = choose_mode(t_side, g_side, config.statistics)
+    same = _family(t_side.framework) == _family(g_side.framework)
     judge = RowJudge(mode, config.tolerance, target.tensor_dir, golden.tensor_dir, config.max_tensor_bytes, same)
-    pairs, unmatched = pair_entries(t_files.names, g_files.names, mapping)
+    pairs, unmatched = pair_entries(t_side.names, g_side.names, mapping)
     rows: List[TableRow] = []
     entries = []
     for t_name, g_name in pairs:
-        entries.append(_compare_entry(t_name, g_name, t_files, g_files, judge, config, rows))
+        entries.append(_compare_entry(t_name, g_name, t_side, g_side, judge, config, rows))
     return RankComparison(step=target.step, rank=target.rank, label=target.label, target=target, golden=golden,
                           mode=mode, mode_note=note, rows=rows, entries=entries, unmatched_golden=unmatched,
-                          files={"target": t_files, "golden": g_files})
+                          files={"target": t_side, "golden": g_side})
 
 
 def _family(framework: Optional[str]) -> str:
@@ -105,13 +105,13 @@ def _kind(name: str):
     return (parsed.kind, parsed.direction) if parsed else ("other", None)
 
 
-def _compare_entry(t_name: str, g_name: Optional[str], t_files: RankSide, g_files: RankSide,
+def _compare_entry(t_name: str, g_name: Optional[str], t_side: RankSide, g_side: RankSide,
                    judge: RowJudge, config: CompareConfig, rows: List[TableRow]) -> EntryResult:
     kind, direction = _kind(t_name)
     result = EntryResult(t_name, g_name, kind, direction, first_row=len(rows))
-    t_rows = t_files.rows(t_name)
-    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in g_files.rows(g_name)}
-    stack = _stack_text(t_files.stacks.get(t_name)) if config.stack else NOT_APPLICABLE
+    t_rows = t_side.rows(t_name)
+    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in g_side.rows(g_name)}
+    stack = _stack_text(t_side.stacks.get(t_name)) if config.stack else NOT_APPLICABLE
     for index, row in enumerate(t_rows):
         partner = g_rows.pop(row.name[len(t_name):], None) if g_name is not None else None
         if partner is not None and bool(partner.record) != bool(row.record):

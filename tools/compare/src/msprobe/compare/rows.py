@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from msprobe.schema.leaves import INPUT, OUTPUT, PARAMETERS, entry_leaves, is_tensor_record, plain_value
+from msprobe.schema.leaves import INPUT, OUTPUT, PARAMETERS, entry_leaves, plain_value
 
 __all__ = ["INPUT", "OUTPUT", "PARAMETERS", "Row", "entry_rows", "plain_value"]
 
@@ -27,5 +27,5 @@ class Row:
 
 def entry_rows(entry_name: str, entry: Dict[str, Any]) -> List[Row]:
     """The rows of one entry of dump.json's ``data``, in msprobe's order (inputs, outputs, parameters)."""
-    return [Row(f"{entry_name}.{leaf.label}", leaf.kind, leaf.value, is_tensor_record(leaf.value))
+    return [Row(f"{entry_name}.{leaf.label}", leaf.kind, leaf.value, leaf.tensor)
             for leaf in entry_leaves(entry_name, entry) if leaf.label is not None]

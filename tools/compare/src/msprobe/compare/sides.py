@@ -34,12 +34,16 @@ class RankSide:
     names: List[str]
     construct: Dict[str, Any]
     stacks: Dict[str, List[str]]
-    indexed: bool = False
-    """Read from the statistics index."""
     data: Optional[Dict[str, Any]] = None
+    """dump.json's ``data``, where read from it."""
     table: Optional[RankTable] = None
+    """The statistics index, where read from it."""
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
     """Index path: entry name -> (first row, end) in the table."""
+
+    @property
+    def indexed(self) -> bool:
+        return self.table is not None
 
     def rows(self, name: str) -> List[Row]:
         """The rows of one entry, in msprobe's order."""
@@ -67,7 +71,7 @@ def load_side(rank: RankDir) -> RankSide:
                         data=dump.data)
     construct, stacks = rank.load_metadata()
     return RankSide(rank, table.header.get("task"), table.header.get("framework"), table.entries, construct, stacks,
-                    indexed=True, table=table, spans=_spans(table))
+                    table=table, spans=_spans(table))
 
 
 def _spans(table: RankTable) -> Dict[str, Tuple[int, int]]:
