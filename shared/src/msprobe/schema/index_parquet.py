@@ -3,10 +3,12 @@ checked. pyarrow is optional (the ``index`` extra): without it asking for the in
 :class:`MsprobeError` saying what to install."""
 from __future__ import annotations
 
+import base64
 import json
 import os
+import zlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .dump import STAT_KEYS
 from .errors import MsprobeError, PathLike, SchemaError
@@ -39,7 +41,7 @@ def write_index(table: RankTable, key: str, out: PathLike) -> Path:
     types = _types()
     arrays = [pyarrow.array(table.columns[name], type=types[name]) for name in COLUMNS]
     meta = {"format": FORMAT, "source": key, "header": json.dumps(table.header),
-            "entries": json.dumps(table.entries)}
+            "entries": base64.b64encode(zlib.compress(json.dumps(table.entries).encode(), 1)).decode("ascii")}
     arrow = pyarrow.Table.from_arrays(arrays, names=list(COLUMNS)).replace_schema_metadata(meta)
     out = Path(out)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -89,20 +91,34 @@ def read_index(index: PathLike) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     return table.header, table.rows
 
 
-def read_index_table(index: PathLike, handle: Any = None) -> RankTable:
-    """:func:`read_index`'s table, with the entries' names (``handle``: the file, already opened)."""
+def read_index_table(index: PathLike, handle: Any = None, columns: Optional[Sequence[str]] = None) -> RankTable:
+    """:func:`read_index`'s table, with the entries' names (``handle``: the file, already opened; ``columns``: only
+    these, for a reader that needs no more; ``order`` and ``shape`` are always read, as the check reads them)."""
     _, parquet = pyarrow_modules()
+    wanted = list(COLUMNS) if columns is None else [c for c in COLUMNS if c in columns or c in ("order", "shape")]
     try:
         handle = handle or parquet.ParquetFile(index)
-        table = handle.read(columns=list(COLUMNS))  # (ParquetFile.read: 4x faster than read_table here)
+        table = handle.read(columns=wanted)  # (ParquetFile.read: 4x faster than read_table here)
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise SchemaError(index, None, f"not a readable index ({exc.__class__.__name__})") from None
     meta = table.schema.metadata or {}
     if meta.get(b"format") != FORMAT.encode():
         raise SchemaError(index, "format", f"expected {FORMAT}", meta.get(b"format"), has_got=True)
     header, entries = _checked(index, table, meta)
-    columns = {name: _values(table.column(name).combine_chunks()) for name in COLUMNS}
-    return RankTable(header, columns, entries, path=str(index))
+    return RankTable(header, None, entries, path=str(index), arrow=table)
+
+
+_MAX_ENTRIES_TEXT = 1 << 30
+"""The entries' names as JSON, at most (a stranger's index could inflate without end)."""
+
+
+def _inflated(packed: bytes) -> bytes:
+    """The entries' JSON from the metadata's base64 of its zlib stream, bounded."""
+    inflater = zlib.decompressobj()
+    text = inflater.decompress(base64.b64decode(packed, validate=True), _MAX_ENTRIES_TEXT)
+    if inflater.unconsumed_tail:
+        raise ValueError("entries beyond the bound")
+    return text
 
 
 def _checked(index: PathLike, table: Any, meta: Dict[bytes, bytes]) -> Tuple[Dict[str, Any], List[str]]:
@@ -110,16 +126,16 @@ def _checked(index: PathLike, table: Any, meta: Dict[bytes, bytes]) -> Tuple[Dic
     :func:`open_index` checked: the metadata's shapes, rows in call order pointing at entries it names, no
     null in a shape (an index may come with a stranger's dump: a bad one is refused, naming the file)."""
     for name, expected in _types().items():
-        if table.schema.field(name).type != expected:
+        if table.schema.get_field_index(name) >= 0 and table.schema.field(name).type != expected:
             raise SchemaError(index, name, f"expected a column of {expected}", str(table.schema.field(name).type),
                               has_got=True)
     if table.column("shape").combine_chunks().values.null_count:
         raise SchemaError(index, "shape", "expected integers")
     try:
-        header, entries = json.loads(meta[b"header"]), json.loads(meta[b"entries"])
-    except (KeyError, ValueError, RecursionError):
-        raise SchemaError(index, "metadata", "expected the header and entries as JSON") from None
-    if not isinstance(header, dict) or not (isinstance(entries, list) and all(isinstance(e, str) for e in entries)):
+        header, entries = json.loads(meta[b"header"]), json.loads(_inflated(meta[b"entries"]))
+    except (KeyError, ValueError, RecursionError, zlib.error):
+        raise SchemaError(index, "metadata", "expected the header as JSON and the entries as compressed JSON") from None
+    if not isinstance(header, dict) or not (isinstance(entries, list) and set(map(type, entries)) <= {str}):
         raise SchemaError(index, "metadata", "expected a header object and a list of entry names")
     order = table.column("order").combine_chunks()
     if order.null_count:
@@ -129,18 +145,3 @@ def _checked(index: PathLike, table: Any, meta: Dict[bytes, bytes]) -> Tuple[Dic
         raise SchemaError(index, "order", f"expected rows in call order, each an entry's position (0 to "
                           f"{len(entries) - 1})")
     return header, entries
-
-
-def _values(column: Any) -> List[Any]:
-    """A column as Python values, what ``to_pylist`` gives, through numpy (4x faster: a rank's index holds
-    millions of values): a list column by slicing its flat values, nulls put back as None."""
-    if column.type.__class__.__name__ == "ListType":
-        flat = column.values.to_numpy(zero_copy_only=False).tolist()  # (offsets index the values under nulls too)
-        offsets = column.offsets.to_numpy()
-        values = list(map(flat.__getitem__, map(slice, offsets[:-1].tolist(), offsets[1:].tolist())))
-    else:
-        values = column.to_numpy(zero_copy_only=False).tolist()
-    if column.null_count:
-        for position in column.is_null().to_numpy(zero_copy_only=False).nonzero()[0].tolist():
-            values[position] = None
-    return values
