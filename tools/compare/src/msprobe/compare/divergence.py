@@ -23,16 +23,21 @@ and no parameter gradient, differs (msprobe 26.2's ``Functional.linear`` backwar
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from msprobe.cli.terminal import printable
 from msprobe.schema import module_chain, try_parse_entry
-from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE as NA, PASS
+import numpy as np
 
-from .rank import EntryResult, RankComparison
+from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE as NA, PASS
+from msprobe.schema.leaves import INPUT
+
+from .entries import EntryTable
+from .judge import CODE, RESULTS
+from .rank import RankComparison
+from .table import TableCells
 from .table_row import TableRow
 
 ORIGIN, PARAMETER, INHERITED = "origin", "parameter", "inherited"
@@ -72,66 +77,158 @@ class FirstDivergence:
         return asdict(self)
 
 
-def execution_order(entries: List[EntryResult]) -> List[EntryResult]:
-    last_backward = max((i for i, e in enumerate(entries) if e.direction == "backward"), default=-1)
-    forward = [e for e in entries[:last_backward + 1] if e.direction == "forward"]
-    backward = [e for e in entries if e.direction == "backward"]
-    after = [e for e in entries[last_backward + 1:] if e.direction == "forward"]
-    rest = [e for e in entries if e.direction not in ("forward", "backward")]
-    return forward + backward + after + rest
+def execution_order(entries: EntryTable) -> np.ndarray:
+    """The entries' positions in execution order."""
+    direction = np.array([{"forward": 1, "backward": 2}.get(d, 0) for d in entries.directions], dtype=np.int8)
+    position = np.arange(len(direction))
+    backward = np.flatnonzero(direction == 2)
+    last_backward = int(backward[-1]) if backward.size else -1
+    forward = direction == 1
+    return np.concatenate((position[forward & (position <= last_backward)], backward,
+                           position[forward & (position > last_backward)], np.flatnonzero(direction == 0)))
 
 
 def first_divergence(comparison: RankComparison) -> Tuple[Optional[FirstDivergence], List[str]]:
     """The rank's first divergence (None when every matched entry agrees, apart from recording), and the
     entries found to differ only in how the two dumps record them."""
-    ordered = [e for e in execution_order(comparison.entries) if e.golden is not None]
-    judged = [e for e in ordered if e.kind == "api"] or [e for e in ordered if e.kind == "module"] or ordered
-    witnesses: Optional[Dict[Tuple[str, ...], int]] = None
-    skipped: List[EntryResult] = []
-    # where a difference last reached an input, or a parameter gradient (what the step consumes)
-    last_reached = max((i for i, e in enumerate(judged) if not e.inputs_ok), default=-1)
-    if any(e.differs for e in ordered if e.kind == "parameters_grad"):
-        last_reached = len(judged)
-    for position, entry in enumerate(judged):
-        if not entry.differs:
-            continue
-        kind, parameter = _classify(entry, comparison, skipped)
-        if kind == ORIGIN:
-            witnesses = _passing_inputs(comparison, judged) if witnesses is None else witnesses
-            seen_by = _received_unchanged(comparison, entry, position, witnesses)
-            if seen_by:
-                _mark_recorded_differently(comparison, entry, seen_by, _RECEIVED)
-                skipped.append(entry)
-                continue
-            shaped = _shaped_differently(comparison, entry)
-            if shaped and last_reached < position:
-                _mark_recorded_differently(comparison, entry, shaped, _UNCONSUMED)
-                skipped.append(entry)
-                continue
-        return _describe(comparison, entry, kind, parameter, ordered.index(entry), skipped), [e.name for e in skipped]
-    return None, [e.name for e in skipped]
+    return _Search(comparison).run()
 
 
-def _classify(entry: EntryResult, comparison: RankComparison, skipped: List[EntryResult]) -> Tuple[str, Optional[str]]:
-    if entry.direction == "backward" and _forward_diverged(entry, comparison, skipped):
+class _Search:
+    """The first divergence's search over one rank's entries, in execution order."""
+
+    def __init__(self, comparison: RankComparison) -> None:
+        self.comparison = comparison
+        self.entries = entries = comparison.entries
+        self.cells = TableCells.of(comparison)
+        order = execution_order(entries)
+        matched = np.array([g is not None for g in entries.golden] or [False])[order] if len(order) else order > 0
+        self.ordered = order[matched]
+        kinds = np.array(entries.kinds or [""], dtype=object)[self.ordered] if len(self.ordered) else np.zeros(0)
+        judged = self.ordered[kinds == "api"]
+        if not judged.size:
+            judged = self.ordered[kinds == "module"]
+        self.judged = judged if judged.size else self.ordered
+        self.position = np.full(len(entries), -1, dtype=np.int64)
+        self.position[self.judged] = np.arange(len(self.judged))
+        self.skipped: List[int] = []
+        self._index: Optional[Dict[str, int]] = None
+        # where a difference last reached an input, or a parameter gradient (what the step consumes)
+        failing = np.flatnonzero(~entries.inputs_ok[self.judged])
+        self.last_reached = int(failing[-1]) if failing.size else -1
+        if entries.differs[self.ordered[kinds == "parameters_grad"]].any():
+            self.last_reached = len(self.judged)
+
+    def run(self) -> Tuple[Optional[FirstDivergence], List[str]]:
+        entries = self.entries
+        for position in np.flatnonzero(entries.differs[self.judged]).tolist():
+            entry = int(self.judged[position])
+            kind, parameter = self._classify(entry)
+            if kind == ORIGIN:
+                seen_by = self._received_unchanged(entry, position)
+                if seen_by:
+                    self._mark_recorded_differently(entry, seen_by, _RECEIVED)
+                    continue
+                shaped = self._shaped_differently(entry)
+                if shaped and self.last_reached < position:
+                    self._mark_recorded_differently(entry, shaped, _UNCONSUMED)
+                    continue
+            index = int(np.flatnonzero(self.ordered == entry)[0])
+            return self._describe(entry, kind, parameter, index), self._skipped_names()
+        return None, self._skipped_names()
+
+    def _skipped_names(self) -> List[str]:
+        return [self.entries.names[i] for i in self.skipped]
+
+    def _entry_at(self, name: str) -> Optional[int]:
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self.entries.names)}
+        return self._index.get(name)
+
+    def _classify(self, entry: int) -> Tuple[str, Optional[str]]:
+        entries, rows = self.entries, self.comparison.rows
+        if entries.directions[entry] == "backward" and self._forward_diverged(entry):
+            return INHERITED, None
+        differing = entries.differing_rows(entry)
+        if not entries.params_ok[entry]:
+            return PARAMETER, _parameter_name(rows.name(differing.get("parameters", [0])[0])
+                                              if differing.get("parameters") else "")
+        if entries.inputs_ok[entry]:
+            return ORIGIN, None
+        if entries.directions[entry] == "forward":
+            for row in differing.get("input", []):
+                if rows.target.requires_grad[row] == 1 and rows.target.tensor[row]:
+                    return PARAMETER, self._module_parameter(entry, row) or rows.name(row)
         return INHERITED, None
-    if not entry.params_ok:
-        return PARAMETER, _parameter_name(entry.differing.get("parameters", [""])[0])
-    if entry.inputs_ok:
-        return ORIGIN, None
-    if entry.direction == "forward":
-        rows = _rows(comparison, entry)
-        for name in entry.differing.get("input", []):
-            row = rows.get(name)
-            if row is not None and row.target_requires_grad == "True":
-                return PARAMETER, _module_parameter(comparison, entry, row) or name
-    return INHERITED, None
 
+    def _forward_diverged(self, entry: int) -> bool:
+        twin = self._entry_at(_forward_name(self.entries.names[entry]))
+        return (twin is not None and self.entries.golden[twin] is not None and bool(self.entries.differs[twin])
+                and twin not in self.skipped)
 
-def _forward_diverged(entry: EntryResult, comparison: RankComparison, skipped: List[EntryResult]) -> bool:
-    forward = _forward_name(entry.name)
-    twin = next((e for e in comparison.entries if e.name == forward), None)
-    return twin is not None and twin.golden is not None and twin.differs and twin not in skipped
+    def _module_parameter(self, entry: int, row: int) -> Optional[str]:
+        """The recorded parameter of the API's module (mix) holding the same values as the input row."""
+        chain = module_chain(self.comparison.files["target"].construct, self.entries.names[entry])
+        module = self._entry_at(chain[0]) if chain else None
+        if module is None:
+            return None
+        key = _value_key(self.cells.row(row))
+        if not _holds_a_value(key):
+            return None
+        for candidate in self.entries.row_range(module):
+            name = self.comparison.rows.name(candidate)
+            if ".parameters." in name and _value_key(self.cells.row(candidate)) == key:
+                return _parameter_name(name)
+        return None
+
+    def _received_unchanged(self, entry: int, position: int) -> List[int]:
+        """When every differing output of ``entry`` reached a later API unchanged and agreeing there: its rows;
+        else empty."""
+        seen = []
+        for row in self.entries.differing_rows(entry).get("output", []):
+            cells = self.cells.row(row)
+            if cells.target_stats[0] == cells.target_stats[1] or not self._witnessed(row, _value_key(cells), position):
+                return []
+            seen.append(row)
+        return seen
+
+    def _witnessed(self, row: int, key: Tuple[str, ...], position: int) -> bool:
+        """Whether a judged entry after ``position`` received the value of ``row`` as an input that agrees (and is
+        no constant: its Max and Min differ). Rows of the same numbers are found by column, then their cells
+        compared."""
+        rows = self.comparison.rows
+        t = rows.target
+        numbers, same_nan = rows.target_values.numbers, np.isnan(rows.target_values.numbers)
+        alike = ((numbers == numbers[row]) | (same_nan & same_nan[row])).all(axis=1)
+        alike &= t.kind.equals(INPUT) & (rows.verdicts.result == CODE[PASS]) & (self.position[t.order] > position)
+        for candidate in np.flatnonzero(alike).tolist():
+            cells = self.cells.row(candidate)
+            if cells.target_stats[0] != cells.target_stats[1] and _value_key(cells) == key:
+                return True
+        return False
+
+    def _shaped_differently(self, entry: int) -> List[int]:
+        """Output rows the two sides do not record alike (shape, dtype, or present on one side only)."""
+        rows = self.comparison.rows
+        return [row for row in self.entries.row_range(entry) if str(rows.target.label[row]).startswith("output")
+                and RESULTS[rows.verdicts.result[row]] in (ERROR, NA)]
+
+    def _mark_recorded_differently(self, entry: int, rows: List[int], note: str) -> None:
+        for row in rows:
+            self.comparison.rows.notes.setdefault(row, []).append(note)
+        self.entries.notes.setdefault(entry, []).append(note)
+        self.skipped.append(entry)
+
+    def _describe(self, entry: int, kind: str, parameter: Optional[str], index: int) -> FirstDivergence:
+        files = self.comparison.files["target"]
+        found = self.entries.entry(entry)
+        differing = found.differing.get("parameters", []) + found.differing.get("input", [])
+        return FirstDivergence(
+            kind=kind, entry=found.name, golden_entry=found.golden, direction=found.direction,
+            execution_index=index, module_chain=module_chain(files.construct, found.name),
+            stack=list(files.stacks.get(found.name, [])), input_error=finite_or_none(found.input_error),
+            output_error=finite_or_none(found.output_error), worst_output=found.worst_output, notes=list(found.notes),
+            differing_inputs=differing, parameter=parameter, recorded_differently=self._skipped_names())
 
 
 def _forward_name(name: str) -> str:
@@ -141,10 +238,6 @@ def _forward_name(name: str) -> str:
     return name.replace(".backward.", ".forward.")
 
 
-def _rows(comparison: RankComparison, entry: EntryResult) -> Dict[str, TableRow]:
-    return {r.target_name: r for r in comparison.rows[entry.first_row: entry.first_row + entry.row_count]}
-
-
 def _parameter_name(row_name: str) -> str:
     """``Module.m.down_proj.Linear.forward.0.parameters.weight`` -> ``m.down_proj.weight``."""
     head, _, param = row_name.partition(".parameters.")
@@ -152,84 +245,20 @@ def _parameter_name(row_name: str) -> str:
     return f"{parsed.name}.{param}" if parsed is not None and param else row_name
 
 
-def _module_parameter(comparison: RankComparison, entry: EntryResult, row: TableRow) -> Optional[str]:
-    """The recorded parameter of the API's module (mix) holding the same values as the input row."""
-    chain = module_chain(comparison.files["target"].construct, entry.name)
-    module = next((e for e in comparison.entries if chain and e.name == chain[0]), None)
-    if module is None:
-        return None
-    for name, cells in _rows(comparison, module).items():
-        if ".parameters." in name and _value_key(cells) == _value_key(row) and _holds_a_value(row):
-            return _parameter_name(name)
-    return None
-
-
 def _value_key(row: TableRow) -> Tuple[str, ...]:
     """What identifies a tensor's value across entries: dtype, statistics (or CRC-32 in md5 mode)."""
     return (row.target_dtype, str(row.target_md5)) + tuple(str(s) for s in row.target_stats)
 
 
-def _holds_a_value(row: TableRow) -> bool:
+def _holds_a_value(key: Tuple[str, ...]) -> bool:
     """Whether a statistic or the checksum is known (rows of N/A only match everything)."""
-    return any(value != NA for value in _value_key(row)[1:])
-
-
-def _passing_inputs(comparison: RankComparison, judged: List[EntryResult]) -> Dict[Tuple[str, ...], int]:
-    """Target value of every agreeing tensor input -> the last judged position that received it."""
-    out: Dict[Tuple[str, ...], int] = {}
-    for position, entry in enumerate(judged):
-        prefix = entry.name + ".input."
-        for row in comparison.rows[entry.first_row: entry.first_row + entry.row_count]:
-            if row.result == PASS and row.target_name.startswith(prefix) and row.target_stats[0] != row.target_stats[1]:
-                out[_value_key(row)] = position
-    return out
-
-
-def _received_unchanged(comparison: RankComparison, entry: EntryResult, position: int,
-                        witnesses: Dict[Tuple[str, ...], int]) -> List[str]:
-    """When every differing output of ``entry`` reached a later API unchanged and agreeing there: one row
-    name per output saying so; else empty."""
-    rows = _rows(comparison, entry)
-    seen = []
-    for name in entry.differing.get("output", []):
-        row = rows[name]
-        if row.target_stats[0] == row.target_stats[1] or witnesses.get(_value_key(row), -1) <= position:
-            return []
-        seen.append(name)
-    return seen
-
-
-def _shaped_differently(comparison: RankComparison, entry: EntryResult) -> List[str]:
-    """Output rows the two sides do not record alike (shape, dtype, or present on one side only)."""
-    prefix = entry.name + ".output"
-    return [name for name, row in _rows(comparison, entry).items()
-            if name.startswith(prefix) and row.result in (ERROR, NA)]
+    return any(value != NA for value in key[1:])
 
 
 _RECEIVED = ("Differs, but a later API received this value unchanged, and there it agrees: the two dumps record "
              "it differently; not a divergence.")
 _UNCONSUMED = ("Recorded in another shape or number of outputs, and no API after it received a different input "
                "(nor does any parameter gradient differ): the two dumps record it differently; not a divergence.")
-
-
-def _mark_recorded_differently(comparison: RankComparison, entry: EntryResult, names: List[str], note: str) -> None:
-    rows = _rows(comparison, entry)
-    for name in names:
-        row = rows[name]
-        row.err_message = json.dumps(json.loads(row.err_message) + [note])
-    entry.notes.append(note)
-
-
-def _describe(comparison: RankComparison, entry: EntryResult, kind: str, parameter: Optional[str], index: int,
-              skipped: List[EntryResult]) -> FirstDivergence:
-    files = comparison.files["target"]
-    differing = entry.differing.get("parameters", []) + entry.differing.get("input", [])
-    return FirstDivergence(
-        kind=kind, entry=entry.name, golden_entry=entry.golden, direction=entry.direction,
-        execution_index=index, module_chain=module_chain(files.construct, entry.name),
-        stack=list(files.stacks.get(entry.name, [])), input_error=finite_or_none(entry.input_error),
-        output_error=finite_or_none(entry.output_error), worst_output=entry.worst_output, notes=list(entry.notes),
-        differing_inputs=differing, parameter=parameter, recorded_differently=[e.name for e in skipped])
 
 
 def finite_or_none(value: float) -> Optional[float]:

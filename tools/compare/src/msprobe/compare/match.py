@@ -21,13 +21,15 @@ Pairs = List[Tuple[str, Optional[str]]]
 def pair_entries(target: Iterable[str], golden: Iterable[str], mapping: NameMapping) -> Tuple[Pairs, List[str]]:
     """``[(target entry, golden entry or None)]`` in target order, and the golden entries left unpaired."""
     target, golden = list(target), list(golden)
+    if target == golden:  # one run's layout on both sides: every entry is its own partner
+        return list(zip(target, target)), []
     golden_set = set(golden)
     paired: Dict[str, str] = {t: t for t in target if t in golden_set}
     if len(paired) < len(target):
         for key_of in (lambda n: _api_key(n, mapping), lambda n: _module_key(n, mapping), _structure_key):
             _pair_by(key_of, target, golden, paired)
     used = set(paired.values())
-    return [(t, paired.get(t)) for t in target], [g for g in golden if g not in used]
+    return list(zip(target, map(paired.get, target))), [g for g in golden if g not in used]
 
 
 def _pair_by(key_of, target: List[str], golden: List[str], paired: Dict[str, str]) -> None:

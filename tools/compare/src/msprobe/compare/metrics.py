@@ -1,8 +1,5 @@
-"""The numbers of a compare table: statistics differences and tensor metrics, as msprobe defines them.
-
-Statistics (both sides' Max/Min/Mean/Norm): ``diff = target - golden``; relative error
-``|diff / golden| * 100`` written with a ``%``; ``inf`` when golden is 0; ``0`` when both print the same;
-``Nan`` when either is NaN; ``inf`` / ``-inf`` when one side is infinite; ``N/A`` when either is missing.
+"""The numbers of a compare table as msprobe defines them: a statistic read as a number and as its cell, and the
+tensor metrics (the statistics' differences are made by column, in ``table``).
 
 Tensors (files of task ``tensor``, squeezed, in float64): Cosine (1.0 when both are all zeros, 6 decimals
 above 0.9999), EucDist ``||t - g||``, MaxAbsErr ``max |t - g|``, MaxRelativeErr ``max |t - g| / |g|`` (a 0 in
@@ -12,11 +9,11 @@ relative error is below 0.001 / 0.005. Scalars, empty and one-element tensors ar
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from msprobe.schema.compare_result import COLUMN_STAT_KEYS, NOT_APPLICABLE
+from msprobe.schema.compare_result import NOT_APPLICABLE
 from msprobe.schema.dump import stat_value
 
 NAN, INF, NEG_INF, UNSUPPORTED, DIFF = "Nan", "inf", "-inf", "unsupported", "Diff"
@@ -26,7 +23,7 @@ ERR_EMPTY = "This is an empty tensor, can not calculate."
 ERR_SINGLE = "This is a 1-d tensor of length 1."
 
 
-def _number(value: Any) -> Optional[float]:
+def number(value: Any) -> Optional[float]:
     """A statistic as a float; None for null, booleans and text that is no number (compared as text)."""
     if type(value) is float:
         return value
@@ -44,67 +41,6 @@ def stat_text(value: Any) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else repr(value)
     return str(value)
-
-
-def compare_stats(target: Dict[str, Any], golden: Dict[str, Any],
-                  scale_of: Callable[[], float]) -> Tuple[List[str], float, List[str]]:
-    """The statistics cells (the diffs, the relative errors, the target values, then the golden values, each
-    in ``COLUMN_STAT_KEYS`` order), the largest scaled error ``|t - g| / max(|g|, scale_of())`` (inf when
-    finiteness differs; the scale is asked for only when the values differ), and the statistics one side
-    does not record (null: msprobe writes no Mean or Norm for integer tensors), which are not compared: a
-    missing number is no disagreement."""
-    t_vals = [target.get(key) for key in COLUMN_STAT_KEYS]
-    g_vals = [golden.get(key) for key in COLUMN_STAT_KEYS]
-    t_texts = [stat_text(v) for v in t_vals]
-    if t_vals == g_vals:  # the common case of identical runs, and no arithmetic to do
-        return ["0"] * (2 * len(COLUMN_STAT_KEYS)) + t_texts + t_texts, 0.0, []
-    g_texts = [stat_text(v) for v in g_vals]
-    diffs, rels, worst, one_sided = [], [], 0.0, []
-    scale = scale_of()
-    for key, t, g, t_text, g_text in zip(COLUMN_STAT_KEYS, t_vals, g_vals, t_texts, g_texts):
-        t_num, g_num = _number(t), _number(g)
-        diff, rel = stat_diff(t, g, t_num, g_num, t_text == g_text)
-        diffs.append(diff)
-        rels.append(rel)
-        if (t is None) != (g is None):
-            one_sided.append(key)
-        else:
-            worst = max(worst, _scaled(t_num, g_num, scale))
-    if len(one_sided) == len(COLUMN_STAT_KEYS):
-        worst = math.inf  # nothing both sides record: no agreement can be shown
-    return diffs + rels + t_texts + g_texts, worst, one_sided
-
-
-def stat_diff(target: Any, golden: Any, t: Optional[float], g: Optional[float], same_text: bool) -> Tuple[str, str]:
-    """(diff cell, relative-error cell) of one statistic: ``target``/``golden`` as dumped, ``t``/``g`` as
-    numbers (``_number``), ``same_text`` when both print the same."""
-    if target is None or golden is None:
-        return (NOT_APPLICABLE, NOT_APPLICABLE) if target is not golden else ("0", "0")
-    if same_text:
-        return "0", "0"
-    if t is None or g is None:
-        return DIFF, DIFF
-    if math.isnan(t) or math.isnan(g):
-        return NAN, NAN
-    if math.isinf(t) or math.isinf(g):
-        # the sign of the infinite side, as seen from the target: target inf or golden -inf give inf
-        sign = INF if (t > 0 if math.isinf(t) else g < 0) else NEG_INF
-        return sign, sign
-    diff = t - g
-    if g == 0:
-        return repr(diff), INF
-    return repr(diff), f"{abs(diff / g * 100)!r}%"
-
-
-def _scaled(t: Optional[float], g: Optional[float], scale: float) -> float:
-    if t is None or g is None:
-        return math.inf if (t is None) != (g is None) else 0.0
-    if t == g or (math.isnan(t) and math.isnan(g)):
-        return 0.0
-    if not (math.isfinite(t) and math.isfinite(g)):
-        return math.inf
-    denom = max(abs(g), scale)
-    return math.inf if denom == 0 else abs(t - g) / denom
 
 
 def _format(value: float) -> float:
@@ -176,3 +112,26 @@ def _relative(target: np.ndarray, golden: np.ndarray, t: np.ndarray, g: np.ndarr
         g_k[zero] += eps
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.abs((t_k - g_k) / g_k)
+
+
+def array_error(target: np.ndarray, golden: np.ndarray) -> float:
+    """Largest ``|t - g| / max(|g|, rms(g))`` over the elements; inf when shapes or inf/nan places differ."""
+    if target.shape != golden.shape:
+        return float("inf")
+    if target.size == 0:
+        return 0.0
+    t, g = target.astype(np.float64).reshape(-1), golden.astype(np.float64).reshape(-1)
+    finite = np.isfinite(g)
+    if not np.array_equal(np.isfinite(t), finite) or not np.array_equal(t[~finite], g[~finite], equal_nan=True):
+        return float("inf")
+    t, g = t[finite], g[finite]
+    if t.size == 0:
+        return 0.0
+    scale = float(np.sqrt(np.mean(g * g)))
+    denom = np.maximum(np.abs(g), scale)
+    diff = np.abs(t - g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(diff == 0, 0.0, diff / denom)
+    return float(ratio.max())
+
+

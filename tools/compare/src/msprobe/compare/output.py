@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, List
 
 from msprobe.schema import MsprobeError
-from msprobe.schema.compare_result import SUMMARY_NAME, header
+from msprobe.schema.compare_result import SUMMARY_NAME
 from msprobe.schema.jsonio import dumps
 
-from .table_row import TableRow, table_columns
 
 MAX_TRIES = 1000
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -85,13 +84,12 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def write_csv(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
-    columns = header(mode)
-
+def write_csv(folder: Path, name: str, header: List[str], columns: List[List[Any]]) -> Path:
+    """The table (``columns``: its cells by column of ``header``) as CSV."""
     def write(handle) -> None:
         writer = csv.writer(handle)
-        writer.writerow(columns)
-        for cells in zip(*table_columns(rows, columns)):
+        writer.writerow(header)
+        for cells in zip(*columns):
             if any(type(v) is str and v[:1] in _FORMULA_FIRST for v in cells):
                 cells = [csv_cell(v) for v in cells]
             writer.writerow(cells)

@@ -1,53 +1,55 @@
-"""One rank of two dumps compared: the table rows and, per entry, whether inputs and outputs agree."""
+"""One rank of two dumps compared, by column: rows paired, judged (``judge``), and each entry's verdict.
+
+A rank holds hundreds of thousands of rows; they stay arrays (``RankRows``, ``EntryTable``) until a file is
+written or an entry is described, so a rank pair is compared in the time of reading its two indexes.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
-from msprobe.schema import RankDir, try_parse_entry
+import numpy as np
+
+from msprobe.schema import RankDir
+from msprobe.schema.compare_result import DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING
 from msprobe.schema.unchecked import explain
-from msprobe.schema.compare_result import ERROR, NOT_APPLICABLE, PASS, WARNING
 
 from .config import CompareConfig
+from .entries import EntryTable, entry_table
+from .judge import CODE, SideValues, Verdicts, rms, scaled_errors, side_values, structural_problems, verdicts
+from .leaf_arrays import LeafArrays
 from .mapping import NameMapping
 from .match import pair_entries
 from .modes import choose_mode
-from .rows import INPUT, PARAMETERS, Row
 from .sides import RankSide, load_side
-from .table import RowJudge
-from .table_row import TableRow
-
-_RANK_OF_RESULT = {NOT_APPLICABLE: 0, PASS: 0, WARNING: 1, "Different": 2, ERROR: 2}
+from .table import TableCells
+from .tensor_mode import TensorRow, tensor_rows
 
 
 @dataclass
-class EntryResult:
-    """One target entry and its golden partner."""
+class RankRows:
+    """The compare table of a rank, by column: row ``k`` is the target's leaf ``k``, paired with the golden leaf
+    ``partner[k]`` (-1: none)."""
 
-    name: str
-    golden: Optional[str]
-    kind: str
-    """``api``, ``module``, ``parameters_grad`` or ``other``."""
-    direction: Optional[str]
-    input_error: float = 0.0
-    output_error: float = 0.0
-    inputs_ok: bool = True
-    """Every tensor input agrees (plain arguments are ``notes``)."""
-    outputs_ok: bool = True
-    params_ok: bool = True
-    """Every parameter the entry records (a module's ``parameters``, L0 and mix) agrees."""
-    result: str = PASS
-    notes: List[str] = field(default_factory=list)
-    first_row: int = 0
-    row_count: int = 0
-    worst_output: Optional[str] = None
-    """The output row with the largest scaled error."""
-    differing: Dict[str, List[str]] = field(default_factory=dict)
-    """Row names that disagree, by kind (``input``, ``output``, ``parameters``)."""
+    target: LeafArrays
+    golden: LeafArrays
+    target_values: SideValues
+    golden_values: SideValues
+    partner: np.ndarray
+    golden_taken: np.ndarray
+    """bool per golden row: a target row's label found it (golden rows left are the entry's "golden only")."""
+    verdicts: Verdicts
+    tensor_rows: Dict[int, TensorRow]
+    """Tensor mode: the rows compared from their tensor files (or that tried)."""
+    notes: Dict[int, List[str]]
+    """Messages added to a row after judging (the first divergence's)."""
 
-    @property
-    def differs(self) -> bool:
-        return not (self.inputs_ok and self.outputs_ok and self.params_ok)
+    def __len__(self) -> int:
+        return len(self.partner)
+
+    def name(self, row: int) -> str:
+        return f"{self.target.entries[self.target.order[row]]}.{self.target.label[row]}"
 
 
 @dataclass
@@ -59,100 +61,114 @@ class RankComparison:
     golden: RankDir
     mode: str
     mode_note: str
-    rows: List[TableRow]
-    entries: List[EntryResult]
+    rows: RankRows
+    entries: EntryTable
     unmatched_golden: List[str]
     files: Dict[str, RankSide]
     """``target`` and ``golden``: each side as read (its construct.json and stack.json too)."""
+    stack: bool = False
+    """Whether the table carries each entry's stack (``--stack``)."""
 
     @property
     def counts(self) -> Dict[str, int]:
-        out = {PASS: 0, WARNING: 0, ERROR: 0, NOT_APPLICABLE: 0}
-        for row in self.rows:
-            out[row.result if row.result in out else ERROR] += 1
+        """Rows by result; ``Different`` (md5 mode) counts as an error."""
+        codes = np.bincount(self.rows.verdicts.result, minlength=len(CODE))
+        out = {name: int(codes[CODE[name]]) for name in (PASS, WARNING, ERROR, NOT_APPLICABLE)}
+        out[ERROR] += int(codes[CODE[DIFFERENT]])
         return out
 
 
 def compare_rank(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
     try:
         return _compare(target, golden, config, mapping)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # records are validated only on trouble
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # validated only on trouble
         raise explain(exc, target, golden) from None
 
 
 def _compare(target: RankDir, golden: RankDir, config: CompareConfig, mapping: NameMapping) -> RankComparison:
-    t_side, g_side = load_side(target), load_side(golden)
+    with ThreadPoolExecutor(2) as pool:  # the two sides' files read at once: hashing and Parquet release the GIL
+        t_side, g_side = pool.map(load_side, (target, golden))
     mode, note = choose_mode(t_side, g_side, config.statistics)
-    same = _family(t_side.framework) == _family(g_side.framework)
-    judge = RowJudge(mode, config.tolerance, target.tensor_dir, golden.tensor_dir, config.max_tensor_bytes, same)
     pairs, unmatched = pair_entries(t_side.names, g_side.names, mapping)
-    rows: List[TableRow] = []
-    entries = []
-    for t_name, g_name in pairs:
-        entries.append(_compare_entry(t_name, g_name, t_side, g_side, judge, config, rows))
+    rows = _judge(t_side, g_side, [g for _, g in pairs], mode, config)
+    entries = entry_table(t_side.names, [g for _, g in pairs], rows, TableCells(rows, mode).messages)
     return RankComparison(step=target.step, rank=target.rank, label=target.label, target=target, golden=golden,
                           mode=mode, mode_note=note, rows=rows, entries=entries, unmatched_golden=unmatched,
-                          files={"target": t_side, "golden": g_side})
+                          files={"target": t_side, "golden": g_side}, stack=config.stack)
+
+
+def _judge(t_side: RankSide, g_side: RankSide, golden_of: List[Optional[str]], mode: str,
+           config: CompareConfig) -> RankRows:
+    t, g = t_side.leaves, g_side.leaves
+    tv, gv = side_values(t, t_side.index), side_values(g, g_side.index)
+    partner, consumed = _partners(t, g, golden_of)
+    paired = np.flatnonzero(partner >= 0)
+    ti, gi = paired, partner[paired]
+    same = _family(t_side.framework) == _family(g_side.framework)
+    problems = np.zeros(len(t), dtype=np.int64)
+    error = np.zeros(len(t))
+    one_sided = np.zeros((len(t), tv.present.shape[1]), dtype=bool)
+    problems[paired] = structural_problems(t, g, tv, gv, ti, gi, same)
+    if mode == "md5":
+        error[paired] = np.where(_checksums_differ(t, g, tv, gv, ti, gi), np.inf, 0.0)
+    else:
+        error[paired], one_sided[paired] = scaled_errors(tv, gv, ti, gi, rms(g, gv, gi))
+    by_file: Dict[int, TensorRow] = {}
+    if mode == "tensor":
+        by_file = tensor_rows(t_side, g_side, ti[t.tensor[ti] & g.tensor[gi]], partner, config.max_tensor_bytes)
+        for row, found in by_file.items():
+            if found.error is not None:
+                error[row] = found.error
+    result = np.full(len(t), CODE[NOT_APPLICABLE], dtype=np.int8)
+    result[paired] = verdicts(problems[paired], error[paired], g.dtype.take(gi), mode == "md5", config.tolerance)
+    return RankRows(t, g, tv, gv, partner, consumed, Verdicts(result, error, problems, one_sided), by_file, {})
+
+
+def _partners(t: LeafArrays, g: LeafArrays, golden_of: List[Optional[str]]) -> Tuple[np.ndarray, np.ndarray]:
+    """(for each target row, the golden row of the paired entry with the same label, -1 where there is none or
+    where one side records None and the other a value (a gradient not computed: nothing to compare); the golden
+    rows so taken)."""
+    if not len(t) or not len(g):
+        return np.full(len(t), -1, dtype=np.int64), np.zeros(len(g), dtype=bool)
+    if golden_of == g.entries:  # each entry paired with the golden one at its position (one run's layout)
+        entry_map = np.arange(len(golden_of), dtype=np.int64)
+    else:
+        position = {name: i for i, name in enumerate(g.entries)}
+        entry_map = np.array([-1 if name is None else position[name] for name in golden_of], dtype=np.int64)
+    labels: Dict[str, int] = {}
+    t_labels, g_labels = t.label.ids(labels), g.label.ids(labels)
+    width = len(labels)
+    g_keys = g.order * width + g_labels
+    t_entry = entry_map[t.order]
+    t_keys = np.where(t_entry >= 0, t_entry * width + t_labels, -1)
+    ranked = np.argsort(g_keys, kind="stable")
+    found = np.searchsorted(g_keys[ranked], t_keys, side="right") - 1  # the last of equal labels, as a dict keeps
+    candidate = ranked[np.maximum(found, 0)]
+    usable = (found >= 0) & (t_keys >= 0) & (g_keys[candidate] == t_keys)
+    consumed = np.zeros(len(g), dtype=bool)
+    consumed[candidate[usable]] = True
+    usable &= _records_none(t) == _records_none(g)[candidate]
+    return np.where(usable, candidate, -1), consumed
+
+
+def _records_none(arrays: LeafArrays) -> np.ndarray:
+    return ~arrays.tensor & (arrays.value == "{}")
+
+
+def _checksums_differ(t: LeafArrays, g: LeafArrays, tv: SideValues, gv: SideValues, ti: np.ndarray,
+                      gi: np.ndarray) -> np.ndarray:
+    """md5 mode: a tensor's checksum, a plain value's record, differs."""
+    differ = t.md5[ti] != g.md5[gi]
+    for k in np.flatnonzero(~t.tensor[ti] | ~g.tensor[gi] | np.isin(ti, list(tv.checksums))
+                            | np.isin(gi, list(gv.checksums))).tolist():
+        t_row, g_row = int(ti[k]), int(gi[k])
+        if not t.tensor[t_row]:
+            differ[k] = tv.records[t_row] != gv.records.get(g_row)
+        else:
+            differ[k] = tv.checksum(t, t_row) != gv.checksum(g, g_row)
+    return differ.astype(bool)
 
 
 def _family(framework: Optional[str]) -> str:
     """MSAdapter/MindTorch tensors are MindSpore tensors: requires_grad means the same there."""
     return "mindspore" if framework in ("mindspore", "mindtorch") else str(framework)
-
-
-def _kind(name: str):
-    parsed = try_parse_entry(name)
-    return (parsed.kind, parsed.direction) if parsed else ("other", None)
-
-
-def _compare_entry(t_name: str, g_name: Optional[str], t_side: RankSide, g_side: RankSide,
-                   judge: RowJudge, config: CompareConfig, rows: List[TableRow]) -> EntryResult:
-    kind, direction = _kind(t_name)
-    result = EntryResult(t_name, g_name, kind, direction, first_row=len(rows))
-    t_rows = t_side.rows(t_name)
-    g_rows = {} if g_name is None else {r.name[len(g_name):]: r for r in g_side.rows(g_name)}
-    stack = _stack_text(t_side.stacks.get(t_name)) if config.stack else NOT_APPLICABLE
-    for index, row in enumerate(t_rows):
-        partner = g_rows.pop(row.name[len(t_name):], None) if g_name is not None else None
-        if partner is not None and bool(partner.record) != bool(row.record):
-            partner = None  # a None on one side (a gradient not computed): nothing to compare
-        cells, error, messages = judge.row(row, partner, stack if index == 0 else NOT_APPLICABLE)
-        rows.append(cells)
-        _account(result, row, partner, cells.result, error, messages)
-    if g_rows:
-        result.notes.append("golden only: " + ", ".join(r.name for r in g_rows.values()))
-    result.row_count = len(rows) - result.first_row
-    return result
-
-
-def _account(result: EntryResult, row: Row, partner: Optional[Row], verdict: str, error: float,
-             messages: List[str]) -> None:
-    if _RANK_OF_RESULT.get(verdict, 2) > _RANK_OF_RESULT.get(result.result, 2):
-        result.result = verdict
-    if partner is None:
-        if result.golden is not None:
-            result.notes.append(f"target only: {row.name}")
-        return
-    bad = verdict != PASS
-    if bad and (row.is_tensor or row.kind != INPUT):
-        result.differing.setdefault(row.kind, []).append(row.name)
-    if row.kind == INPUT:
-        result.input_error = max(result.input_error, error)
-        if bad and row.is_tensor:
-            result.inputs_ok = False
-        elif bad:
-            result.notes.append(f"argument {row.name} differs: {messages[0] if messages else verdict}")
-    elif row.kind == PARAMETERS:
-        if bad:
-            result.params_ok = False
-    else:
-        if result.worst_output is None or error > result.output_error:
-            result.worst_output = row.name
-        result.output_error = max(result.output_error, error)
-        if bad:
-            result.outputs_ok = False
-
-
-def _stack_text(frames: Optional[List[str]]) -> str:
-    return NOT_APPLICABLE if not frames else str(list(frames))
-

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from msprobe.cli.dask_ranks import refuse_incomplete, run_ranks
-from msprobe.schema.compare_result import result_file_name
+from msprobe.schema.compare_result import header, result_file_name
 from msprobe.schema.jsonio import without_cyclic_gc
 
 from .config import CompareConfig
@@ -16,6 +16,7 @@ from .mapping import load_mapping
 from .output import output_dir, write_csv, write_summary
 from .pair import pair_ranks
 from .rank import RankComparison, compare_rank
+from .table import TableCells
 from .view_data import entries_per_rank, rank_view
 
 EXIT_PASS, EXIT_DIVERGED = 0, 1
@@ -114,16 +115,18 @@ def _write_rank(comparison: RankComparison, config: CompareConfig, folder: Path,
     step = comparison.step if several_steps else None
     # a proc<pid> directory is msprobe 26.2's name for a run that is not distributed: "rank", as ours
     name = result_file_name(comparison.rank, timestamp, ".csv", step)
+    columns = header(comparison.mode)
+    table = TableCells.of(comparison).columns(columns)
     if len(comparison.rows) > config.table_max_rows and not config.force_csv:
         from .columnar import write_table  # pyarrow only when a table that size is written
 
-        files = {"table": str(write_table(folder, name[:-4] + ".parquet", comparison.mode, comparison.rows))}
+        files = {"table": str(write_table(folder, name[:-4] + ".parquet", columns, table))}
     else:
-        files = {"csv": str(write_csv(folder, name, comparison.mode, comparison.rows))}
+        files = {"csv": str(write_csv(folder, name, columns, table))}
     if config.xlsx and len(comparison.rows) <= config.xlsx_max_rows:
         from .xlsx import write_xlsx  # openpyxl only when a workbook is written
 
-        files["xlsx"] = str(write_xlsx(folder, name[:-4] + ".xlsx", comparison.mode, comparison.rows))
+        files["xlsx"] = str(write_xlsx(folder, name[:-4] + ".xlsx", columns, table))
     report = _rank_report(comparison, files, found, recorded_differently)
     view = rank_view(comparison, execution_order(comparison.entries), found, per_rank) if config.html else {}
     return report, view
@@ -131,14 +134,14 @@ def _write_rank(comparison: RankComparison, config: CompareConfig, folder: Path,
 
 def _rank_report(comparison: RankComparison, files: Dict[str, str], found: Optional[FirstDivergence],
                  recorded_differently: List[str]) -> RankReport:
-    matched = [e for e in comparison.entries if e.golden is not None]
+    golden = comparison.entries.golden
     return RankReport(
         step=comparison.step, rank=comparison.rank, label=comparison.label,
         target=str(comparison.target.path), golden=str(comparison.golden.path),
         mode=comparison.mode, mode_note=comparison.mode_note, files=files,
         rows=len(comparison.rows), results=comparison.counts,
-        entries=len(comparison.entries), matched_entries=len(matched),
-        unmatched_target=[e.name for e in comparison.entries if e.golden is None],
+        entries=len(golden), matched_entries=sum(name is not None for name in golden),
+        unmatched_target=[name for name, partner in zip(comparison.entries.names, golden) if partner is None],
         unmatched_golden=comparison.unmatched_golden, first_divergence=found,
         recorded_differently=recorded_differently,
         read={side: "index" if read.indexed else "dump.json" for side, read in comparison.files.items()})

@@ -1,178 +1,226 @@
-"""One compare-table row per pair of dump rows, per mode (``table_row.TableRow``): the cells and the verdict."""
+"""A compare table's cells, per mode (``table_row.TableRow``), made by column from a rank's judged rows when a
+file is written, or for the few rows a page or the first divergence shows: the numbers are judged by column
+(``judge``), the cells say them as msprobe does (the statistics': ``stat_cells``).
+"""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import fields as dataclass_fields
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from msprobe.schema.compare_result import (COLUMN_STAT_KEYS, DIFFERENT, ERROR, NOT_APPLICABLE, PASS, WARNING,
-                                           CompareMode)
+from msprobe.schema.compare_result import COLUMN_STAT_KEYS, NOT_APPLICABLE as NA
+from msprobe.schema.leaves import plain_value
 
-from .judge import rms, structural_problems
-from .metrics import UNSUPPORTED, compare_stats, stat_text, tensor_metrics
-from .rows import Row, plain_value
-from .table_row import TableRow, blank_row
-from .tensor_files import load_array
+from .judge import PROBLEMS, RESULTS, SideValues, one_sided_message
+from .leaf_arrays import LeafArrays, shape_texts
+from .metrics import UNSUPPORTED
+from .stat_cells import alike, cell_text, objects, stat_cells, stat_diffs
+from .table_row import TableRow, column_fields
+
+if TYPE_CHECKING:
+    from .rank import RankComparison, RankRows
 
 NO_BENCH = "No bench data matched."
+COMPARED_BY_STATISTICS = "Compared by statistics."
 _STATS = len(COLUMN_STAT_KEYS)
-_NA_STATS = (NOT_APPLICABLE,) * _STATS
+_REQUIRES_GRAD = np.array([NA, "False", "True"], dtype=object)
+"""A requires_grad cell by its code + 1."""
+_BOOLEAN = np.array(["False", "True"], dtype=object)
+_METRICS_ABSENT = np.array([UNSUPPORTED, NA], dtype=object)
+"""Tensor mode's metric cells of a row compared by statistics: a plain value's, a tensor's."""
 
 
-def _no_scale() -> float:
-    return 0.0
+class TableCells:
+    """The rows of one rank's table as cells."""
 
-
-def _fill_basic(cells: TableRow, target: Row, golden: Optional[Row]) -> None:
-    cells.target_dtype, cells.target_shape, cells.target_requires_grad = _describe(target)
-    if golden is not None:
-        cells.golden_name = golden.name
-        cells.golden_dtype, cells.golden_shape, cells.golden_requires_grad = _describe(golden)
-
-
-def data_name_cell(target: Row, golden: Optional[Row]) -> str:
-    """msprobe's ``Data_name`` cell: both file names, ``-1`` for a value without a file."""
-    t_file = target.record.get("data_name") or "-1"
-    g_file = NOT_APPLICABLE if golden is None else (golden.record.get("data_name") or "-1")
-    return str([t_file, g_file])
-
-
-def _describe(row: Row) -> Tuple[str, str, str]:
-    if row.is_tensor:
-        record = row.record
-        req = record.get("requires_grad")
-        return str(record.get("dtype")), str(list(record.get("shape") or [])), NOT_APPLICABLE if req is None else str(req)
-    dtype, _ = plain_value(row.record)
-    return dtype, "[]" if row.record else NOT_APPLICABLE, NOT_APPLICABLE
-
-
-def stat_cells(row: Optional[Row]) -> Tuple[str, ...]:
-    if row is None:
-        return _NA_STATS
-    if row.is_tensor:
-        return tuple(stat_text(row.record.get(key)) for key in COLUMN_STAT_KEYS)
-    _, value = plain_value(row.record)
-    return (stat_text(value),) * _STATS
-
-
-def _plain_as_record(row: Row) -> Dict[str, Any]:
-    """A plain value standing for every statistic (a list or dict value as its text)."""
-    _, value = plain_value(row.record)
-    if isinstance(value, (list, dict)):
-        value = str(value)
-    return {key: value for key in COLUMN_STAT_KEYS}
-
-
-class RowJudge:
-    """Turns a (target, golden) row pair into a table row, a result and a scaled error."""
-
-    def __init__(self, mode: CompareMode, tolerance_of, target_dir: Optional[Path] = None,
-                 golden_dir: Optional[Path] = None, max_tensor_bytes: int = 2 << 30,
-                 same_framework: bool = True) -> None:
+    def __init__(self, rows: "RankRows", mode: str, stacks: Optional[Dict[str, List[str]]] = None) -> None:
+        self.rows = rows
         self.mode = mode
-        self.same_framework = same_framework
-        self.tolerance_of = tolerance_of
-        self.dirs = (target_dir, golden_dir)
-        self.max_tensor_bytes = max_tensor_bytes
+        self.stacks = stacks
+        """Each entry's stack, shown on its first row (``--stack``); None: not shown."""
 
-    def row(self, target: Row, golden: Optional[Row], stack: str = NOT_APPLICABLE) -> Tuple[TableRow, float, List[str]]:
-        """(the table row, its scaled error, its messages); the row's ``result`` is the verdict."""
-        cells = blank_row(target.name)
-        cells.stack = stack
-        _fill_basic(cells, target, golden)
-        if self.mode == "tensor":
-            cells.data_name = data_name_cell(target, golden)
-        if golden is None:
-            if self.mode == "md5":
-                cells.target_md5 = target.record.get("md5") or NOT_APPLICABLE
+    @classmethod
+    def of(cls, comparison: "RankComparison") -> "TableCells":
+        return cls(comparison.rows, comparison.mode, comparison.files["target"].stacks if comparison.stack else None)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def columns(self, header: Sequence[str], rows: Optional[np.ndarray] = None) -> List[np.ndarray]:
+        """The cells of ``rows`` (all by default) by column of ``header`` (a header of ``compare_result``)."""
+        made = self.fields(np.arange(len(self.rows)) if rows is None else rows)
+        return [made[name] if index is None else made[name][index] for name, index in column_fields(tuple(header))]
+
+    def row(self, k: int) -> TableRow:
+        """One row, each cell as the CSV shows it."""
+        return self.rows_at(np.array([k], dtype=np.int64))[0]
+
+    def rows_at(self, rows: np.ndarray) -> List[TableRow]:
+        """Rows as typed records, each cell as the CSV shows it (for the few a page or a search shows)."""
+        made = self.fields(rows)
+        out = []
+        for at in range(len(rows)):
+            cells = {item.name: made[item.name][at] if not isinstance(made[item.name], tuple)
+                     else tuple(column[at] for column in made[item.name]) for item in dataclass_fields(TableRow)}
+            for name in ("target_stats", "golden_stats"):
+                cells[name] = tuple(map(cell_text, cells[name]))
+            out.append(TableRow(**cells))
+        return out
+
+    def messages(self, k: int) -> List[str]:
+        """The row's messages: why it is an error, then what its mode says of it, then notes added later."""
+        rows = self.rows
+        if rows.partner[k] < 0:
+            return [NO_BENCH]
+        bits = int(rows.verdicts.problems[k])
+        out = [text for bit, text in PROBLEMS if bits & bit]
+        if self.mode != "md5":
+            by_file = rows.tensor_rows.get(k)
+            if by_file is not None and by_file.metrics is not None:
+                out += by_file.messages
             else:
-                cells.target_stats = stat_cells(target)
-            cells.err_message = json.dumps([NO_BENCH])
-            return cells, 0.0, [NO_BENCH]
-        problems = structural_problems(target.record, golden.record, target.is_tensor, golden.is_tensor,
-                                       self.same_framework)
-        if self.mode == "md5":
-            error, messages = self._md5(cells, target, golden)
-        elif self.mode == "tensor" and target.is_tensor and golden.is_tensor:
-            error, messages = self._tensor(cells, target, golden)
-        else:
-            error, messages = self._statistics(cells, target, golden)
-        messages = problems + messages if problems else messages
-        if problems:
-            result = ERROR
-        elif self.mode == "md5":
-            result = PASS if error == 0 else DIFFERENT
-        else:
-            result = PASS if error <= self.tolerance_of(golden.record.get("dtype")) else WARNING
-        same_req = target.record.get("requires_grad") == golden.record.get("requires_grad")
-        cells.requires_grad_consistent = "True" if same_req else "False"
-        cells.result = result
-        cells.err_message = json.dumps(messages) if messages else "[]"
-        return cells, error, messages
+                said = self._one_sided(k)
+                if self.mode == "tensor" and rows.target.tensor[k]:
+                    said.append(COMPARED_BY_STATISTICS)
+                out += by_file.messages if by_file is not None and by_file.messages else said
+        return out + rows.notes.get(k, [])
 
-    def _statistics(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
-        t_rec = target.record if target.is_tensor else _plain_as_record(target)
-        g_rec = golden.record if golden.is_tensor else _plain_as_record(golden)
-        values, error, one_sided = compare_stats(t_rec, g_rec, (lambda: rms(g_rec)) if golden.is_tensor else _no_scale)
-        messages = [_one_sided_message(one_sided, t_rec)] if one_sided else []
-        n = _STATS
-        cells.target_stats, cells.golden_stats = tuple(values[2 * n:3 * n]), tuple(values[3 * n:])
+    def fields(self, rows: np.ndarray) -> Dict[str, Any]:
+        """``TableRow``'s fields for ``rows``: an object array per one-column field, a tuple of them per other."""
+        judged, mode, count = self.rows, self.mode, len(rows)
+        t, g = judged.target, judged.golden
+        partner = judged.partner[rows]
+        paired = np.flatnonzero(partner >= 0)
+        p_target, p_golden = rows[paired], partner[paired]
+        names = _names(t, rows)
+        out: Dict[str, Any] = {"target_name": names, "golden_name": objects(count)}
+        # a partner has the row's label: its name is the row's where its entry has the same name
+        if t.entries == g.entries:  # (entry names are unique: the same position, the same name)
+            renamed = t.order[p_target] != g.order[p_golden]
+        else:
+            renamed = np.array([t.entries[a] != g.entries[b] for a, b in zip(t.order[p_target].tolist(),
+                                                                              g.order[p_golden].tolist())], dtype=bool)
+        out["golden_name"][paired] = names[paired]
+        out["golden_name"][paired[renamed]] = _names(g, p_golden[renamed])
+        t_cells = _describe(t, judged.target_values, rows)
+        golden_cells = [objects(count) for _ in range(3)]
+        for column, values in zip(golden_cells, _describe(g, judged.golden_values, p_golden)):
+            column[paired] = values
+        out.update(zip(("target_dtype", "target_shape", "target_requires_grad"), t_cells))
+        out.update(zip(("golden_dtype", "golden_shape", "golden_requires_grad"), golden_cells))
+        blank = tuple(objects(count) for _ in range(_STATS))
+        out.update(stat_diffs=blank, stat_relative=tuple(objects(count) for _ in range(_STATS)),
+                   tensor_metrics=tuple(objects(count) for _ in range(6)),
+                   target_stats=tuple(objects(count) for _ in range(_STATS)),
+                   golden_stats=tuple(objects(count) for _ in range(_STATS)),
+                   target_md5=objects(count), golden_md5=objects(count))
+        if mode == "md5":
+            shown = np.flatnonzero((partner < 0) | t.tensor[rows])  # a plain value paired has no checksum cell
+            out["target_md5"][shown] = _checksums(t, judged.target_values, rows[shown])
+            with_golden = paired[t.tensor[p_target]]
+            out["golden_md5"][with_golden] = _checksums(g, judged.golden_values, partner[with_golden])
+        else:
+            self._statistics(out, rows, paired, p_golden)
+        consistent = objects(count)
+        consistent[paired] = _BOOLEAN[(t.requires_grad[p_target] == g.requires_grad[p_golden]).astype(np.int64)]
+        out["requires_grad_consistent"] = consistent
+        out["result"] = np.array(RESULTS, dtype=object)[judged.verdicts.result[rows]]
+        out["err_message"] = self._err_messages(rows, partner)
+        out["stack"] = self._stacks(rows)
+        out["data_name"] = objects(count)
+        if mode == "tensor":
+            g_files = objects(count)
+            g_files[paired] = [name or "-1" for name in g.data_name[p_golden].tolist()]
+            out["data_name"][:] = [str([name or "-1", g_file])
+                                   for name, g_file in zip(t.data_name[rows].tolist(), g_files.tolist())]
+        return out
+
+    def _statistics(self, out: Dict[str, Any], rows: np.ndarray, paired: np.ndarray, p_golden: np.ndarray) -> None:
+        judged = self.rows
+        t_cells = stat_cells(judged.target_values, rows)
+        for column, cells in zip(out["target_stats"], t_cells):
+            column[:] = cells
+        p_target = rows[paired]
+        t_paired = [cells[paired] for cells in t_cells]
+        apart = np.flatnonzero(~alike(judged.target_values, judged.golden_values, p_target, p_golden))  # the golden side's cells are made only where they differ
+        g_apart = stat_cells(judged.golden_values, p_golden[apart])
+        diffs, relative = stat_diffs(judged.target_values, judged.golden_values, p_target[apart], p_golden[apart],
+                                      [cells[apart] for cells in t_paired], g_apart)
+        for column, same, cells in zip(out["golden_stats"], t_paired, g_apart):
+            same = same.copy()  # (statistics equal as numbers: the target's spelling on both, as msprobe shows)
+            same[apart] = cells
+            column[paired] = same
         if self.mode == "tensor":  # a plain value, or a side without its file: no tensor metric
-            cells.tensor_metrics = (UNSUPPORTED if not target.is_tensor else NOT_APPLICABLE,) * 6
-            return error, messages + ([] if not target.is_tensor else ["Compared by statistics."])
-        cells.stat_diffs, cells.stat_relative = tuple(values[:n]), tuple(values[n:2 * n])
-        return error, messages
+            metrics = _METRICS_ABSENT[judged.target.tensor[p_target].astype(np.int64)]
+            for column in out["tensor_metrics"]:
+                column[paired] = metrics
+            for at, row in enumerate(p_target.tolist()):
+                found = judged.tensor_rows.get(row)
+                if found is not None and found.metrics is not None:
+                    for column, value in zip(out["tensor_metrics"], found.metrics):
+                        column[paired[at]] = value
+            return
+        for columns, made in ((out["stat_diffs"], diffs), (out["stat_relative"], relative)):
+            for column, texts in zip(columns, made):
+                texts_all = objects(len(paired), "0")
+                texts_all[apart] = texts
+                column[paired] = texts_all
 
-    def _md5(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
-        if not target.is_tensor:
-            return (0.0 if target.record == golden.record else float("inf")), []
-        t_md5, g_md5 = target.record.get("md5"), golden.record.get("md5")
-        cells.target_md5, cells.golden_md5 = t_md5 or NOT_APPLICABLE, g_md5 or NOT_APPLICABLE
-        return (0.0 if t_md5 == g_md5 else float("inf")), []
+    def _err_messages(self, rows: np.ndarray, partner: np.ndarray) -> np.ndarray:
+        judged = self.rows
+        out = objects(len(rows), "[]")
+        out[partner < 0] = json.dumps([NO_BENCH])
+        said = (partner >= 0) & ((judged.verdicts.problems[rows] != 0) | judged.verdicts.one_sided[rows].any(axis=1))
+        if self.mode == "tensor":
+            said |= (partner >= 0) & judged.target.tensor[rows]
+        extra = set(judged.notes) | set(judged.tensor_rows)
+        if extra:
+            said |= np.isin(rows, list(extra)) & (partner >= 0)
+        for at in np.flatnonzero(said).tolist():
+            messages = self.messages(int(rows[at]))
+            out[at] = json.dumps(messages) if messages else "[]"
+        return out
 
-    def _tensor(self, cells: TableRow, target: Row, golden: Row) -> Tuple[float, List[str]]:
-        arrays, why = [], []
-        for row, folder in ((target, self.dirs[0]), (golden, self.dirs[1])):
-            name = row.record.get("data_name")
-            array, reason = (load_array(folder, name, self.max_tensor_bytes) if folder is not None and name
-                             else (None, ""))
-            arrays.append(array)
-            if reason:
-                why.append(reason)
-        if arrays[0] is None or arrays[1] is None:
-            error, messages = self._statistics(cells, target, golden)
-            return error, why + (messages if not why else [])
-        values, message = tensor_metrics(arrays[0], arrays[1])
-        cells.tensor_metrics = tuple(values)
-        cells.target_stats, cells.golden_stats = stat_cells(target), stat_cells(golden)
-        return array_error(arrays[0], arrays[1]), [message] if message else []
+    def _stacks(self, rows: np.ndarray) -> np.ndarray:
+        out = objects(len(rows))
+        if not self.stacks:
+            return out
+        order = self.rows.target.order
+        first = (rows == 0) | (order[rows] != order[np.maximum(rows - 1, 0)])
+        for at in np.flatnonzero(first).tolist():
+            frames = self.stacks.get(self.rows.target.entries[order[rows[at]]])
+            out[at] = NA if not frames else str(list(frames))
+        return out
 
-
-def _one_sided_message(keys: List[str], target: Dict[str, Any]) -> str:
-    side = "golden" if all(target.get(k) is not None for k in keys) else "target"
-    return f"{', '.join(keys)} not recorded by the {side}: not compared."
-
-
-def array_error(target: np.ndarray, golden: np.ndarray) -> float:
-    """Largest ``|t - g| / max(|g|, rms(g))`` over the elements; inf when shapes or inf/nan places differ."""
-    if target.shape != golden.shape:
-        return float("inf")
-    if target.size == 0:
-        return 0.0
-    t, g = target.astype(np.float64).reshape(-1), golden.astype(np.float64).reshape(-1)
-    finite = np.isfinite(g)
-    if not np.array_equal(np.isfinite(t), finite) or not np.array_equal(t[~finite], g[~finite], equal_nan=True):
-        return float("inf")
-    t, g = t[finite], g[finite]
-    if t.size == 0:
-        return 0.0
-    scale = float(np.sqrt(np.mean(g * g)))
-    denom = np.maximum(np.abs(g), scale)
-    diff = np.abs(t - g)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(diff == 0, 0.0, diff / denom)
-    return float(ratio.max())
+    def _one_sided(self, k: int) -> List[str]:
+        missing = self.rows.verdicts.one_sided[k]
+        if not missing.any():
+            return []
+        keys = [key for key, gone in zip(COLUMN_STAT_KEYS, missing) if gone]
+        present = self.rows.target_values.present[k]
+        return [one_sided_message(keys, [bool(present[i]) for i, gone in enumerate(missing) if gone])]
 
 
+def _names(arrays: LeafArrays, rows: np.ndarray) -> np.ndarray:
+    entries, labels = arrays.entries, arrays.label.values
+    out = np.empty(len(rows), dtype=object)
+    out[:] = [f"{entries[o]}.{labels[c]}" for o, c in zip(arrays.order[rows].tolist(),
+                                                          arrays.label.codes[rows].tolist())]
+    return out
+
+
+def _describe(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[np.ndarray]:
+    """(dtype, shape, requires_grad) cells: a plain value shows its Python type, ``[]`` (N/A for None)."""
+    dtype = arrays.dtype.mapped(str)[rows]
+    shape = np.array(shape_texts(arrays.dims[rows], arrays.ndim[rows]), dtype=object)
+    requires_grad = _REQUIRES_GRAD[arrays.requires_grad[rows] + 1]
+    for at in np.flatnonzero(~arrays.tensor[rows]).tolist():
+        record = values.records[int(rows[at])]
+        dtype[at], shape[at], requires_grad[at] = plain_value(record)[0], "[]" if record else NA, NA
+    return [dtype, shape, requires_grad]
+
+
+def _checksums(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[Any]:
+    return [value or NA for value in (values.checksums.get(row, arrays.md5[row]) for row in rows.tolist())]

@@ -1,4 +1,5 @@
-"""One row of a compare table as a typed record; turned into msprobe's column list only where a file is written.
+"""One row of a compare table as a typed record (what a page or the first divergence shows of a row); a table is
+made by column (``table.TableCells``), field by field.
 
 Each field names the column(s) it fills (``metadata["columns"]``), so a new column is one field here plus
 its name in ``msprobe.schema.compare_result.HEADERS`` (the file format), and the code that computes it.
@@ -6,14 +7,13 @@ its name in ``msprobe.schema.compare_result.HEADERS`` (the file format), and the
 from __future__ import annotations
 
 import functools
-import operator
 
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Sequence, Tuple
 
-from msprobe.schema.compare_result import (BASIC, BENCH_MD5, BENCH_STATS, DATA_NAME, ERR_MESSAGE, NOT_APPLICABLE,
-                                           NPU_MD5, NPU_STATS, REQ_GRAD_CONSISTENT, RESULT, STACK, STAT_DIFFS,
-                                           STAT_RELATIVE, TENSOR_METRICS)
+from msprobe.schema.compare_result import (BASIC, BENCH_MD5, BENCH_STATS, DATA_NAME, ERR_MESSAGE, NPU_MD5,
+                                           NPU_STATS, REQ_GRAD_CONSISTENT, RESULT, STACK, STAT_DIFFS, STAT_RELATIVE,
+                                           TENSOR_METRICS)
 
 
 def _col(*columns: str) -> Any:
@@ -51,18 +51,8 @@ class TableRow:
     """Tensor mode: ``['<target file>', '<golden file>']``."""
 
 
-def table_columns(rows: Sequence[TableRow], columns: Sequence[str]) -> List[List[Any]]:
-    """The rows by column, one list per column of ``columns`` (a header of ``compare_result.HEADERS``): read
-    field by field, not cell by cell (a rank's table holds millions of cells); ``zip(*...)`` gives the rows."""
-    out = []
-    for name, index in _where(tuple(columns)):
-        values = list(map(operator.attrgetter(name), rows))
-        out.append(values if index is None else list(map(operator.itemgetter(index), values)))
-    return out
-
-
 @functools.lru_cache(maxsize=None)
-def _where(header: Tuple[str, ...]) -> List[Tuple[str, Any]]:
+def column_fields(header: Tuple[str, ...]) -> List[Tuple[str, Any]]:
     """Per column of ``header``: (field, index into the field's sequence, or None for a one-column field).
     A column name two fields share (``MaxRelativeErr``: a statistic's relative error, and a tensor metric)
     belongs to the field whose columns are all in the header: each mode's header holds one of them."""
@@ -74,24 +64,3 @@ def _where(header: Tuple[str, ...]) -> List[Tuple[str, Any]]:
         for index, column in enumerate(columns):
             where[column] = (item.name, None if len(columns) == 1 else index)
     return [where[column] for column in header]
-
-
-def _blank_cells() -> Dict[str, Any]:
-    """Every field ``N/A`` (one per column it fills), ``err_message`` an empty JSON list: from the fields'
-    columns, so a new column needs nothing here."""
-    cells: Dict[str, Any] = {}
-    for item in fields(TableRow):
-        columns = item.metadata["columns"]
-        cells[item.name] = NOT_APPLICABLE if len(columns) == 1 else (NOT_APPLICABLE,) * len(columns)
-    cells["err_message"] = "[]"
-    return cells
-
-
-_BLANK = _blank_cells()
-
-
-def blank_row(name: str) -> TableRow:
-    """A row with every cell ``N/A`` (the judge fills what its mode has)."""
-    return TableRow(**dict(_BLANK, target_name=name))
-
-

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
 from msprobe.schema import module_chain
 from msprobe.schema.compare_result import NPU_STATS
 
 from .divergence import FirstDivergence, finite_or_none
-from .rank import EntryResult, RankComparison
+from .rank import RankComparison
+from .table import TableCells
 from .table_row import TableRow
 
 MAX_ENTRIES = 20_000
@@ -24,13 +27,19 @@ def entries_per_rank(ranks: int) -> int:
     return max(2_000, min(MAX_ENTRIES, PAGE_ENTRIES // max(ranks, 1)))
 
 
-def rank_view(comparison: RankComparison, ordered: List[EntryResult], found: Optional[FirstDivergence],
+def rank_view(comparison: RankComparison, ordered: np.ndarray, found: Optional[FirstDivergence],
               limit: int = MAX_ENTRIES) -> Dict[str, Any]:
-    entries = []
+    """``ordered``: the entries' positions in execution order."""
+    table, cells = comparison.entries, TableCells.of(comparison)
     if found is not None:  # the first divergence is always on the page, however far it is
-        limit = max(limit, next(i for i, e in enumerate(ordered) if e.name == found.entry) + 1)
-    for entry in ordered[:limit]:
-        rows = comparison.rows[entry.first_row: entry.first_row + min(entry.row_count, MAX_ROWS_PER_ENTRY)]
+        limit = max(limit, next(i for i, e in enumerate(ordered.tolist()) if table.names[e] == found.entry) + 1)
+    shown = ordered[:limit].tolist()
+    ranges = [table.row_range(position)[:MAX_ROWS_PER_ENTRY] for position in shown]
+    made = cells.rows_at(np.array([k for rows in ranges for k in rows], dtype=np.int64))
+    entries, at = [], 0
+    for position, row_range in zip(shown, ranges):
+        entry = table.entry(position)
+        rows, at = made[at:at + len(row_range)], at + len(row_range)
         entries.append({
             "name": entry.name, "golden": entry.golden, "kind": entry.kind, "direction": entry.direction,
             "in": finite_or_none(entry.input_error), "out": finite_or_none(entry.output_error),
@@ -55,15 +64,17 @@ def _side(mode: str, row: TableRow, target: bool) -> List[Any]:
     return list(row.target_stats if target else row.golden_stats)
 
 
-def _module_tree(comparison: RankComparison, ordered: List[EntryResult]) -> List[Dict[str, Any]]:
+def _module_tree(comparison: RankComparison, ordered: np.ndarray) -> List[Dict[str, Any]]:
     """Forward modules with their parent and the worst output error of anything inside them."""
     construct = comparison.files["target"].construct
+    table = comparison.entries
     worst: Dict[str, float] = {}
-    for entry in ordered:
-        if entry.golden is None:
+    for position in ordered.tolist():
+        if table.golden[position] is None:
             continue
-        error = entry.output_error
-        for node in [entry.name] + module_chain(construct, entry.name):
+        error = float(table.output_error[position])
+        name = table.names[position]
+        for node in [name] + module_chain(construct, name):
             if node.startswith(("Module.", "Cell.")) and error > worst.get(node, -1.0):
                 worst[node] = error
     nodes = [n for n in construct if n.startswith(("Module.", "Cell.")) and ".forward." in n][:MAX_ENTRIES]

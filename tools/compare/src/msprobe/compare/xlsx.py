@@ -14,10 +14,9 @@ from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from msprobe.schema.compare_result import DIFFERENT, ERROR, WARNING, header
+from msprobe.schema.compare_result import DIFFERENT, ERROR, RESULT, WARNING
 
 from .output import write_new
-from .table_row import TableRow, table_columns
 
 RED, YELLOW = "FFC7CE", "FFEB9C"
 _FILLS = {ERROR: RED, DIFFERENT: RED, WARNING: YELLOW}
@@ -30,17 +29,17 @@ _ESCAPE_LIKE = re.compile(r"_(x[0-9A-Fa-f]{4}_)")
 _NEEDS_ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1f]|_x[0-9A-Fa-f]{4}_")
 
 
-def write_xlsx(folder: Path, name: str, mode: str, rows: List[TableRow]) -> Path:
-    columns = header(mode)
+def write_xlsx(folder: Path, name: str, header: List[str], columns: List[List[Any]]) -> Path:
+    """The table (``columns``: its cells by column of ``header``) as a workbook, each row coloured by its result."""
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("compare_result")
     sheet.freeze_panes = "A2"
-    sheet.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{len(rows) + 1}"
+    sheet.auto_filter.ref = f"A1:{get_column_letter(len(header))}{len(columns[0]) + 1}"
     bold = Font(bold=True)
-    sheet.append([_styled(sheet, value, font=bold) for value in columns])
+    sheet.append([_styled(sheet, value, font=bold) for value in header])
     fills = {key: PatternFill("solid", start_color=color, end_color=color) for key, color in _FILLS.items()}
-    for row, cells in zip(rows, zip(*table_columns(rows, columns))):
-        fill = fills.get(row.result)
+    for result, cells in zip(columns[header.index(RESULT)], zip(*columns)):
+        fill = fills.get(result)
         values = [_text(v) for v in cells]
         if fill is None:
             sheet.append([_styled(sheet, v) if isinstance(v, str) and v.startswith("=") else v for v in values])
