@@ -8,7 +8,9 @@ Each side is a statistics dump ``step0/rank{N}/dump.json`` of ``--entries`` API 
 one output each, as a linear layer has) written once per side and hard-linked into every rank directory
 (the content of a rank does not change the cost; rank 3 of the target has its own file, whose outputs
 drift from entry ``entries // 2`` on), each with the statistics index our dump writes beside dump.json
-(built once a file, linked alike): our compare reads the index, msprobe dump.json. Both tools run as separate processes, one after the other;
+(built once a file, linked alike): our compare reads the index, msprobe dump.json. Ours writes what it writes by
+default: the columnar table for a rank above 200,000 rows (100,000 entries give 300,000), CSV below; msprobe
+writes its CSV and workbook. Both tools run as separate processes, one after the other;
 the peak RSS is the largest sum over the process and its children, sampled every 20 ms. msprobe
 26.2.0 (from tests/support/upstream_msprobe.py) compares ``--upstream-ranks`` ranks of the same dumps
 (all of them by default); its time is also given per rank, to set against ours.
@@ -16,7 +18,7 @@ the peak RSS is the largest sum over the process and its children, sampled every
 The ``floor`` line is what no comparison from dump.json can go below on this machine: parsing one rank's two
 dump.json files with the ``json`` module and writing our table of that rank with the ``csv`` module, and
 nothing else, scaled to all ranks over the workers. The rank pair is then compared in this process, from
-its indexes and again from dump.json alone; the ``column floor`` line is what a comparison from the index
+its indexes and again from dump.json alone (the comparison's time is the best of three calls); the ``column floor`` line is what a comparison from the index
 cannot go below: both indexes read as arrays and every row judged by column, nothing else.
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import csv
 import gc
 import json
+import math
 import os
 import random
 import shutil
@@ -115,9 +118,7 @@ def measure(command: List[str], cwd: Path) -> Tuple[float, float, int]:
 def floor_per_rank(target: Path, golden: Path, ours: Path) -> float:
     """Seconds to parse the last rank's two dump.json files and write its table again, in one process."""
     rank = sorted((target / "step0").iterdir())[-1].name
-    table = sorted(ours.glob(f"compare_result_{rank}_*.csv"))[0]
-    with open(table, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+    rows = _table_rows(ours, rank)
     gc.disable()  # as the compare does: millions of small objects, no cycles
     started = time.perf_counter()
     for side in (target, golden):
@@ -127,6 +128,18 @@ def floor_per_rank(target: Path, golden: Path, ours: Path) -> float:
     elapsed = time.perf_counter() - started
     gc.enable()
     return elapsed
+
+
+def _table_rows(ours: Path, rank: str) -> List[List[str]]:
+    """A rank's table as written (CSV, or the columnar table of a big rank), one list of cells per row."""
+    tables = sorted(ours.glob(f"compare_result_{rank}_*.csv"))
+    if tables:
+        with open(tables[0], newline="", encoding="utf-8") as handle:
+            return list(csv.reader(handle))
+    import pyarrow.parquet as parquet
+
+    table = parquet.read_table(sorted(ours.glob(f"compare_result_{rank}_*.parquet"))[0])
+    return [table.column_names] + [list(row) for row in zip(*(table.column(n).to_pylist() for n in table.column_names))]
 
 
 def pair_rank(target: Path) -> str:
@@ -147,10 +160,12 @@ def one_pair_in_process(target: Path, golden: Path, out: Path, rank: str) -> Tup
     from msprobe.schema import find_rank_dirs
 
     t_rank, g_rank = (find_rank_dirs(side / "step0" / rank)[0] for side in (target, golden))
-    started = time.perf_counter()
-    with without_cyclic_gc():
-        first_divergence(compare_rank(t_rank, g_rank, CompareConfig(output_dir=out), load_mapping(None)))
-    judged = time.perf_counter() - started
+    judged = math.inf
+    for _ in range(3):  # the best of three: what the code takes, not what else the machine was doing
+        started = time.perf_counter()
+        with without_cyclic_gc():
+            first_divergence(compare_rank(t_rank, g_rank, CompareConfig(output_dir=out), load_mapping(None)))
+        judged = min(judged, time.perf_counter() - started)
     started = time.perf_counter()
     run_compare(t_rank.path, g_rank.path, CompareConfig(output_dir=out, xlsx=False, quiet=True))
     return time.perf_counter() - started, judged
@@ -217,7 +232,7 @@ def main() -> None:
 def run(args: argparse.Namespace, work: Path) -> None:
     target, golden = make_tree(work, args.ranks, args.entries)
     ours_cmd = [str(Path(sys.executable).with_name("msprobe")), "compare", "-tp", str(target), "-gp", str(golden),
-                "-o", str(work / "ours"), "--no-xlsx", "--csv", "-j", str(args.workers)]  # CSV at every size, as msprobe
+                "-o", str(work / "ours"), "--no-xlsx", "-j", str(args.workers)]  # the columnar table above 200,000 rows
     seconds, rss, code = measure(ours_cmd, work)
     print(f"{args.ranks} ranks x {args.entries} entries ({args.entries * 3} rows per rank), {args.workers} workers")
     print(f"ours:           {seconds:8.1f} s  {seconds / args.ranks:6.2f} s/rank  peak RSS {rss:7.0f} MiB  exit {code}")
