@@ -9,21 +9,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, List, Sequence
 
+from msprobe.schema.compare_result import NOT_APPLICABLE as NA
 from msprobe.schema.index import pyarrow_modules
 
+from .cells import Cells, JoinedCells
 from .output import write_new
 
 
-def write_table(folder: Path, name: str, header: List[str], columns: List[List[Any]]) -> Path:
-    """The table (``columns``: its cells by column of ``header``) as Parquet."""
+def write_table(folder: Path, name: str, header: List[str], columns: List[Any]) -> Path:
+    """The table (``columns``: its cells by column of ``header``, each a sequence or :class:`cells.Cells`) as
+    Parquet."""
     pyarrow, parquet = pyarrow_modules()
     table = pyarrow.Table.from_arrays([_array(pyarrow, values) for values in columns], names=list(header))
-    # (no dictionary pages: half the time to write, about the same size once compressed)
-    return write_new(folder, name, lambda handle: parquet.write_table(table, handle, use_dictionary=False),
-                     binary=True)
+    # (no dictionary pages, no column statistics: a third of the time to write, the same size once compressed)
+    return write_new(folder, name, lambda handle: parquet.write_table(table, handle, use_dictionary=False,
+                                                                      write_statistics=False), binary=True)
 
 
-def _array(pyarrow: Any, values: Sequence[Any]):
+def _array(pyarrow: Any, values: Any):
+    if isinstance(values, Cells):  # each cell taken from the column's few texts by its code, in C
+        return _cells_array(pyarrow, values.values).take(pyarrow.array(values.codes))
+    if isinstance(values, JoinedCells):  # row names: entry and label joined in C
+        import pyarrow.compute as compute
+
+        missing = values.head_codes < 0
+        heads = pyarrow.array(values.heads, type=pyarrow.string()).take(
+            pyarrow.array(values.head_codes, mask=missing))
+        tails = pyarrow.array(values.tails, type=pyarrow.string()).take(pyarrow.array(values.tail_codes))
+        return compute.binary_join_element_wise(heads, tails, ".").fill_null(NA)
+    return _cells_array(pyarrow, values)
+
+
+def _cells_array(pyarrow: Any, values: Sequence[Any]):
     """float64 when every cell is a number or empty, text when every cell is text, else each cell's text (an
     integer beyond 64 bits is text). Each type is tried in turn: telling pyarrow the type is 6x faster than
     letting it find it on a column of long texts."""

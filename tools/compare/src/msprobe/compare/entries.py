@@ -165,11 +165,10 @@ def _add_notes(table: EntryTable, rows: "RankRows", paired: np.ndarray, bad_inpu
         else:
             note = f"target only: {rows.name(row)}"
         table.notes.setdefault(int(order[row]), []).append(note)
-    golden = rows.golden
-    used = rows.golden_taken
-    owner = {name: i for i, name in enumerate(table.golden) if name is not None}
+    golden, left_rows = rows.golden, np.flatnonzero(~rows.golden_taken).tolist()
+    owner = {name: i for i, name in enumerate(table.golden) if name is not None} if left_rows else {}
     left: Dict[int, List[str]] = {}
-    for row in np.flatnonzero(~used).tolist():
+    for row in left_rows:
         name = golden.entries[golden.order[row]]
         if name in owner:
             left.setdefault(owner[name], []).append(f"{name}.{golden.label[row]}")

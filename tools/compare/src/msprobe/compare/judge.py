@@ -47,6 +47,7 @@ class SideValues:
     numbers: np.ndarray
     """float64 (rows, 4), ``COLUMN_STAT_KEYS`` order; NaN where no number (``numeric``)."""
     numeric: np.ndarray
+    """bool (rows, 4): the statistic is a number (booleans and other text are not)."""
     present: np.ndarray
     """bool (rows, 4): recorded (not null)."""
     spelled: Dict[int, List[Any]]
@@ -58,13 +59,8 @@ class SideValues:
     is_spelled: np.ndarray
     """bool per row: in ``spelled``."""
 
-    def statistic(self, row: int, column: int) -> Any:
-        """A statistic as the dump wrote it (None where absent)."""
-        if row in self.spelled:
-            return self.spelled[row][column]
-        return float(self.numbers[row, column]) if self.present[row, column] else None
-
     def checksum(self, arrays: LeafArrays, row: int) -> Any:
+        """A tensor's checksum as the dump wrote it (None where absent)."""
         return self.checksums.get(row, arrays.md5[row])
 
 

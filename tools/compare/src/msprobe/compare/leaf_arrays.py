@@ -6,7 +6,7 @@ Only the leaves compare shows (those with a ``label``) are kept, in call order.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -176,16 +176,16 @@ def _padded(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     return out
 
 
-def shape_texts(dims: np.ndarray, ndim: np.ndarray) -> List[str]:
-    """Each row's shape as its table cell, ``[8, 1024]`` (``[]`` where there is none): one text per distinct
-    shape, a rank holds few (rows compared as fixed-width bytes: equal bytes, equal shapes)."""
+def shape_texts(dims: np.ndarray, ndim: np.ndarray) -> Tuple[np.ndarray, List[str]]:
+    """(each row's code, the texts): a row's shape as its table cell, ``[8, 1024]`` (``[]`` where there is none),
+    one text per distinct shape, a rank holds few (rows compared as fixed-width bytes: equal bytes, equal shapes)."""
     if not len(ndim):
-        return []
+        return np.zeros(0, dtype=np.int64), []
     keys = np.ascontiguousarray(np.column_stack([ndim, dims]))
     codes, uniques = pandas_factorize(keys.view(f"S{keys.shape[1] * 8}").reshape(-1))
     texts = [shape_text(row[1:], int(row[0])) for row in np.frombuffer(b"".join(
         u.ljust(keys.shape[1] * 8, b"\0") for u in uniques), dtype=np.int64).reshape(-1, keys.shape[1])]
-    return [texts[code] for code in codes.tolist()]
+    return codes.astype(np.int64), texts
 
 
 def shape_text(dims: np.ndarray, ndim: int) -> str:

@@ -115,17 +115,19 @@ def _write_rank(comparison: RankComparison, config: CompareConfig, folder: Path,
     step = comparison.step if several_steps else None
     # a proc<pid> directory is msprobe 26.2's name for a run that is not distributed: "rank", as ours
     name = result_file_name(comparison.rank, timestamp, ".csv", step)
-    columns = header(comparison.mode)
-    table = TableCells.of(comparison).columns(columns)
+    columns, cells = header(comparison.mode), TableCells.of(comparison)
     if len(comparison.rows) > config.table_max_rows and not config.force_csv:
         from .columnar import write_table  # pyarrow only when a table that size is written
 
-        files = {"table": str(write_table(folder, name[:-4] + ".parquet", columns, table))}
+        files = {"table": str(write_table(folder, name[:-4] + ".parquet", columns, cells.coded_columns(columns)))}
+        table = None
     else:
+        table = cells.columns(columns)
         files = {"csv": str(write_csv(folder, name, columns, table))}
     if config.xlsx and len(comparison.rows) <= config.xlsx_max_rows:
         from .xlsx import write_xlsx  # openpyxl only when a workbook is written
 
+        table = cells.columns(columns) if table is None else table
         files["xlsx"] = str(write_xlsx(folder, name[:-4] + ".xlsx", columns, table))
     report = _rank_report(comparison, files, found, recorded_differently)
     view = rank_view(comparison, execution_order(comparison.entries), found, per_rank) if config.html else {}

@@ -27,14 +27,21 @@ def objects(count: int, fill: Any = NA) -> np.ndarray:
 
 def stat_cells(values: SideValues, rows: np.ndarray) -> List[np.ndarray]:
     """Each statistic as its cell: the float itself where the dump wrote a float (a CSV writes its ``repr``, the
-    text msprobe shows; a Parquet table keeps the number), else ``stat_text`` of what it wrote (``None``)."""
+    text msprobe shows; a Parquet table keeps the number), else ``stat_text`` of what it wrote (``None``). A column
+    of floats only stays a float64 array (no object per cell)."""
+    spelled = np.flatnonzero(values.is_spelled[rows])
     out = []
     for column in range(_STATS):
+        numbers = values.numbers[rows, column]
+        absent = ~values.present[rows, column]
+        if not spelled.size and not absent.any():
+            out.append(numbers)
+            continue
         cells = objects(len(rows))
-        cells[:] = values.numbers[rows, column].tolist()
-        cells[~values.present[rows, column]] = "None"
+        cells[:] = numbers.tolist()
+        cells[absent] = "None"
         out.append(cells)
-    for at in np.flatnonzero(values.is_spelled[rows]).tolist():
+    for at in spelled.tolist():
         for column, value in enumerate(values.spelled[int(rows[at])]):
             out[column][at] = stat_text(value)
     return out
@@ -42,7 +49,7 @@ def stat_cells(values: SideValues, rows: np.ndarray) -> List[np.ndarray]:
 
 def cell_text(cell: Any) -> Any:
     """A statistics cell as the text a CSV shows (a float as its ``repr``)."""
-    return repr(cell) if type(cell) is float else cell
+    return repr(float(cell)) if isinstance(cell, float) else cell
 
 
 def alike(t: SideValues, g: SideValues, t_rows: np.ndarray, g_rows: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from msprobe.schema.compare_result import COLUMN_STAT_KEYS, NOT_APPLICABLE as NA
 from msprobe.schema.leaves import plain_value
 
 from .judge import PROBLEMS, RESULTS, SideValues, one_sided_message
+from .cells import Cells, JoinedCells, as_objects
 from .leaf_arrays import LeafArrays, shape_texts
 from .metrics import UNSUPPORTED
 from .stat_cells import alike, cell_text, objects, stat_cells, stat_diffs
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
 NO_BENCH = "No bench data matched."
 COMPARED_BY_STATISTICS = "Compared by statistics."
 _STATS = len(COLUMN_STAT_KEYS)
-_REQUIRES_GRAD = np.array([NA, "False", "True"], dtype=object)
-"""A requires_grad cell by its code + 1."""
-_BOOLEAN = np.array(["False", "True"], dtype=object)
 _METRICS_ABSENT = np.array([UNSUPPORTED, NA], dtype=object)
 """Tensor mode's metric cells of a row compared by statistics: a plain value's, a tensor's."""
 
@@ -50,6 +48,10 @@ class TableCells:
 
     def columns(self, header: Sequence[str], rows: Optional[np.ndarray] = None) -> List[np.ndarray]:
         """The cells of ``rows`` (all by default) by column of ``header`` (a header of ``compare_result``)."""
+        return [as_objects(column) for column in self.coded_columns(header, rows)]
+
+    def coded_columns(self, header: Sequence[str], rows: Optional[np.ndarray] = None) -> List[Any]:
+        """:meth:`columns`, a column of few texts as :class:`cells.Cells` (for a writer that takes codes)."""
         made = self.fields(np.arange(len(self.rows)) if rows is None else rows)
         return [made[name] if index is None else made[name][index] for name, index in column_fields(tuple(header))]
 
@@ -94,39 +96,41 @@ class TableCells:
         partner = judged.partner[rows]
         paired = np.flatnonzero(partner >= 0)
         p_target, p_golden = rows[paired], partner[paired]
-        names = _names(t, rows)
-        out: Dict[str, Any] = {"target_name": names, "golden_name": objects(count)}
+        out: Dict[str, Any] = {"target_name": JoinedCells(t.entries, t.order[rows], t.label.values,
+                                                          t.label.codes[rows])}
         # a partner has the row's label: its name is the row's where its entry has the same name
         if t.entries == g.entries:  # (entry names are unique: the same position, the same name)
             renamed = t.order[p_target] != g.order[p_golden]
         else:
             renamed = np.array([t.entries[a] != g.entries[b] for a, b in zip(t.order[p_target].tolist(),
                                                                               g.order[p_golden].tolist())], dtype=bool)
-        out["golden_name"][paired] = names[paired]
-        out["golden_name"][paired[renamed]] = _names(g, p_golden[renamed])
+        heads = np.full(count, -1, dtype=np.int64)
+        heads[paired] = np.where(renamed, len(t.entries) + g.order[p_golden], t.order[p_target])
+        out["golden_name"] = JoinedCells(t.entries + g.entries if renamed.any() else t.entries, heads,
+                                         t.label.values, t.label.codes[rows])
         t_cells = _describe(t, judged.target_values, rows)
-        golden_cells = [objects(count) for _ in range(3)]
+        golden_cells = [Cells.filled(count, NA) for _ in range(3)]
         for column, values in zip(golden_cells, _describe(g, judged.golden_values, p_golden)):
-            column[paired] = values
+            column.place(paired, values)
         out.update(zip(("target_dtype", "target_shape", "target_requires_grad"), t_cells))
         out.update(zip(("golden_dtype", "golden_shape", "golden_requires_grad"), golden_cells))
-        blank = tuple(objects(count) for _ in range(_STATS))
-        out.update(stat_diffs=blank, stat_relative=tuple(objects(count) for _ in range(_STATS)),
+        out.update(stat_diffs=tuple(Cells.filled(count, NA) for _ in range(_STATS)),
+                   stat_relative=tuple(Cells.filled(count, NA) for _ in range(_STATS)),
                    tensor_metrics=tuple(objects(count) for _ in range(6)),
                    target_stats=tuple(objects(count) for _ in range(_STATS)),
                    golden_stats=tuple(objects(count) for _ in range(_STATS)),
-                   target_md5=objects(count), golden_md5=objects(count))
+                   target_md5=Cells.filled(count, NA), golden_md5=Cells.filled(count, NA))
         if mode == "md5":
             shown = np.flatnonzero((partner < 0) | t.tensor[rows])  # a plain value paired has no checksum cell
-            out["target_md5"][shown] = _checksums(t, judged.target_values, rows[shown])
+            out["target_md5"].put_each(shown, _checksums(t, judged.target_values, rows[shown]))
             with_golden = paired[t.tensor[p_target]]
-            out["golden_md5"][with_golden] = _checksums(g, judged.golden_values, partner[with_golden])
+            out["golden_md5"].put_each(with_golden, _checksums(g, judged.golden_values, partner[with_golden]))
         else:
             self._statistics(out, rows, paired, p_golden)
-        consistent = objects(count)
-        consistent[paired] = _BOOLEAN[(t.requires_grad[p_target] == g.requires_grad[p_golden]).astype(np.int64)]
-        out["requires_grad_consistent"] = consistent
-        out["result"] = np.array(RESULTS, dtype=object)[judged.verdicts.result[rows]]
+        consistent = np.zeros(count, dtype=np.int64)
+        consistent[paired] = 1 + (t.requires_grad[p_target] == g.requires_grad[p_golden])
+        out["requires_grad_consistent"] = Cells(consistent, [NA, "False", "True"])
+        out["result"] = Cells(judged.verdicts.result[rows].astype(np.int64), RESULTS)
         out["err_message"] = self._err_messages(rows, partner)
         out["stack"] = self._stacks(rows)
         out["data_name"] = objects(count)
@@ -140,18 +144,25 @@ class TableCells:
     def _statistics(self, out: Dict[str, Any], rows: np.ndarray, paired: np.ndarray, p_golden: np.ndarray) -> None:
         judged = self.rows
         t_cells = stat_cells(judged.target_values, rows)
-        for column, cells in zip(out["target_stats"], t_cells):
-            column[:] = cells
+        out["target_stats"] = tuple(t_cells)
         p_target = rows[paired]
         t_paired = [cells[paired] for cells in t_cells]
-        apart = np.flatnonzero(~alike(judged.target_values, judged.golden_values, p_target, p_golden))  # the golden side's cells are made only where they differ
+        # the golden side's cells are made only where its statistics differ from the target's
+        apart = np.flatnonzero(~alike(judged.target_values, judged.golden_values, p_target, p_golden))
         g_apart = stat_cells(judged.golden_values, p_golden[apart])
         diffs, relative = stat_diffs(judged.target_values, judged.golden_values, p_target[apart], p_golden[apart],
                                       [cells[apart] for cells in t_paired], g_apart)
+        golden = []
         for column, same, cells in zip(out["golden_stats"], t_paired, g_apart):
-            same = same.copy()  # (statistics equal as numbers: the target's spelling on both, as msprobe shows)
+            # (statistics equal as numbers: the target's spelling on both, as msprobe shows them)
+            same = same.astype(object) if same.dtype != object and cells.dtype == object else same.copy()
             same[apart] = cells
-            column[paired] = same
+            if len(paired) == len(rows):
+                golden.append(same)
+            else:
+                column[paired] = same
+                golden.append(column)
+        out["golden_stats"] = tuple(golden)
         if self.mode == "tensor":  # a plain value, or a side without its file: no tensor metric
             metrics = _METRICS_ABSENT[judged.target.tensor[p_target].astype(np.int64)]
             for column in out["tensor_metrics"]:
@@ -164,14 +175,13 @@ class TableCells:
             return
         for columns, made in ((out["stat_diffs"], diffs), (out["stat_relative"], relative)):
             for column, texts in zip(columns, made):
-                texts_all = objects(len(paired), "0")
-                texts_all[apart] = texts
-                column[paired] = texts_all
+                column.put(paired, "0")
+                column.put_each(paired[apart], texts)
 
-    def _err_messages(self, rows: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    def _err_messages(self, rows: np.ndarray, partner: np.ndarray) -> Cells:
         judged = self.rows
-        out = objects(len(rows), "[]")
-        out[partner < 0] = json.dumps([NO_BENCH])
+        out = Cells.filled(len(rows), "[]")
+        out.put(partner < 0, json.dumps([NO_BENCH]))
         said = (partner >= 0) & ((judged.verdicts.problems[rows] != 0) | judged.verdicts.one_sided[rows].any(axis=1))
         if self.mode == "tensor":
             said |= (partner >= 0) & judged.target.tensor[rows]
@@ -180,18 +190,18 @@ class TableCells:
             said |= np.isin(rows, list(extra)) & (partner >= 0)
         for at in np.flatnonzero(said).tolist():
             messages = self.messages(int(rows[at]))
-            out[at] = json.dumps(messages) if messages else "[]"
+            out.put(at, json.dumps(messages) if messages else "[]")
         return out
 
-    def _stacks(self, rows: np.ndarray) -> np.ndarray:
-        out = objects(len(rows))
+    def _stacks(self, rows: np.ndarray) -> Cells:
+        out = Cells.filled(len(rows), NA)
         if not self.stacks:
             return out
         order = self.rows.target.order
         first = (rows == 0) | (order[rows] != order[np.maximum(rows - 1, 0)])
         for at in np.flatnonzero(first).tolist():
             frames = self.stacks.get(self.rows.target.entries[order[rows[at]]])
-            out[at] = NA if not frames else str(list(frames))
+            out.put(at, NA if not frames else str(list(frames)))
         return out
 
     def _one_sided(self, k: int) -> List[str]:
@@ -203,22 +213,17 @@ class TableCells:
         return [one_sided_message(keys, [bool(present[i]) for i, gone in enumerate(missing) if gone])]
 
 
-def _names(arrays: LeafArrays, rows: np.ndarray) -> np.ndarray:
-    entries, labels = arrays.entries, arrays.label.values
-    out = np.empty(len(rows), dtype=object)
-    out[:] = [f"{entries[o]}.{labels[c]}" for o, c in zip(arrays.order[rows].tolist(),
-                                                          arrays.label.codes[rows].tolist())]
-    return out
-
-
-def _describe(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[np.ndarray]:
+def _describe(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[Cells]:
     """(dtype, shape, requires_grad) cells: a plain value shows its Python type, ``[]`` (N/A for None)."""
-    dtype = arrays.dtype.mapped(str)[rows]
-    shape = np.array(shape_texts(arrays.dims[rows], arrays.ndim[rows]), dtype=object)
-    requires_grad = _REQUIRES_GRAD[arrays.requires_grad[rows] + 1]
+    codes = arrays.dtype.codes[rows]
+    dtype = Cells(np.where(codes < 0, len(arrays.dtype.values), codes), [str(v) for v in arrays.dtype.values] + ["None"])
+    shape = Cells(*shape_texts(arrays.dims[rows], arrays.ndim[rows]))
+    requires_grad = Cells(arrays.requires_grad[rows].astype(np.int64) + 1, [NA, "False", "True"])
     for at in np.flatnonzero(~arrays.tensor[rows]).tolist():
         record = values.records[int(rows[at])]
-        dtype[at], shape[at], requires_grad[at] = plain_value(record)[0], "[]" if record else NA, NA
+        dtype.put(at, plain_value(record)[0])
+        shape.put(at, "[]" if record else NA)
+        requires_grad.put(at, NA)
     return [dtype, shape, requires_grad]
 
 
