@@ -47,13 +47,7 @@ class Cells:
 
     def put_each(self, where: np.ndarray, texts: Sequence[Optional[str]]) -> None:
         """One text per position of ``where``."""
-        codes = np.array([self.code(text) for text in texts], dtype=np.int64) if len(texts) < 64 else None
-        if codes is None:
-            import pandas  # (a required package of compare: hashing in C, for the long ones)
-
-            found, distinct = pandas.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
-            codes = np.array([self.code(text) for text in distinct], dtype=np.int64)[found]
-        self.codes[where] = codes
+        self.codes[where] = np.array([self.code(text) for text in texts], dtype=np.int64)
 
     def place(self, where: np.ndarray, other: "Cells") -> None:
         """The cells of ``other`` at the positions ``where``."""

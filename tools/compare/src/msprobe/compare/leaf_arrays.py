@@ -53,14 +53,9 @@ class Coded:
 
 
 def coded_list(values: Sequence[Any]) -> Coded:
-    codes, uniques = pandas_factorize(_object_array(values))
-    return Coded(codes.astype(np.int64), list(uniques))
-
-
-def pandas_factorize(values: np.ndarray):
-    import pandas  # (a required package of compare; imported where a dump.json is read, not for an index)
-
-    return pandas.factorize(values)
+    known: Dict[Any, int] = {}
+    codes = [-1 if value is None else known.setdefault(value, len(known)) for value in values]
+    return Coded(np.array(codes, dtype=np.int64), list(known))
 
 
 def _coded_arrow(column: Any) -> Coded:
@@ -178,14 +173,21 @@ def _padded(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
 
 def shape_texts(dims: np.ndarray, ndim: np.ndarray) -> Tuple[np.ndarray, List[str]]:
     """(each row's code, the texts): a row's shape as its table cell, ``[8, 1024]`` (``[]`` where there is none),
-    one text per distinct shape, a rank holds few (rows compared as fixed-width bytes: equal bytes, equal shapes)."""
+    one text per distinct shape, a rank holds few. Rows are told apart by a hash of their dimensions, then checked
+    against the first row of their hash (equal dimensions, always: on a collision, by the dimensions themselves)."""
     if not len(ndim):
         return np.zeros(0, dtype=np.int64), []
-    keys = np.ascontiguousarray(np.column_stack([ndim, dims]))
-    codes, uniques = pandas_factorize(keys.view(f"S{keys.shape[1] * 8}").reshape(-1))
-    texts = [shape_text(row[1:], int(row[0])) for row in np.frombuffer(b"".join(
-        u.ljust(keys.shape[1] * 8, b"\0") for u in uniques), dtype=np.int64).reshape(-1, keys.shape[1])]
-    return codes.astype(np.int64), texts
+    keys = np.column_stack([ndim, dims])
+    with np.errstate(over="ignore"):
+        mixed = (keys.astype(np.uint64) * _MIX ** np.arange(1, keys.shape[1] + 1, dtype=np.uint64)).sum(axis=1)
+    _, first, codes = np.unique(mixed, return_index=True, return_inverse=True)
+    if not (keys == keys[first[codes]]).all():
+        _, first, codes = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return codes.reshape(-1).astype(np.int64), [shape_text(keys[row, 1:], int(keys[row, 0])) for row in first.tolist()]
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+"""An odd multiplier (the golden ratio's bits): its powers weigh each dimension."""
 
 
 def shape_text(dims: np.ndarray, ndim: int) -> str:
