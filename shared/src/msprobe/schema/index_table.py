@@ -189,12 +189,10 @@ def table_of_data(header: Dict[str, Any], data: Dict[str, Any], path: Optional[P
     columns = _Columns()
     add = columns.add
     for order, (name, entry) in enumerate(data.items()):
-        if checked:
-            for leaf, stats in checked_leaves(name, entry, path):  # each statistic read once, by the check
-                add(order, name, leaf, stats)
-            continue
-        for leaf in entry_leaves(name, entry):
-            add(order, name, leaf, _statistics(leaf.value) if leaf.tensor else None)
+        leaves = (checked_leaves(name, entry, path) if checked  # each statistic read once, by the check
+                  else [(leaf, _statistics(leaf.value) if leaf.tensor else None) for leaf in entry_leaves(name, entry)])
+        for leaf, stats in leaves:
+            add(order, name, leaf, stats)
     return RankTable(header, columns.columns, list(data))
 
 

@@ -12,12 +12,12 @@ from typing import Any, List, Sequence
 from msprobe.schema.compare_result import NOT_APPLICABLE as NA
 from msprobe.schema.index import pyarrow_modules
 
-from .cells import Cells, JoinedCells
+from .cells import Coded, JoinedCells
 from .output import write_new
 
 
 def write_table(folder: Path, name: str, header: List[str], columns: List[Any]) -> Path:
-    """The table (``columns``: its cells by column of ``header``, each a sequence or :class:`cells.Cells`) as
+    """The table (``columns``: its cells by column of ``header``, each a sequence or :class:`cells.Coded`) as
     Parquet."""
     pyarrow, parquet = pyarrow_modules()
     table = pyarrow.Table.from_arrays([_array(pyarrow, values) for values in columns], names=list(header))
@@ -27,7 +27,7 @@ def write_table(folder: Path, name: str, header: List[str], columns: List[Any]) 
 
 
 def _array(pyarrow: Any, values: Any):
-    if isinstance(values, Cells):  # each cell taken from the column's few texts by its code, in C
+    if isinstance(values, Coded):  # each cell taken from the column's few texts by its code, in C
         return _cells_array(pyarrow, values.values).take(pyarrow.array(values.codes))
     if isinstance(values, JoinedCells):  # row names: entry and label joined in C
         import pyarrow.compute as compute

@@ -102,9 +102,8 @@ class _Search:
         self.entries = entries = comparison.entries
         self.cells = TableCells.of(comparison)
         order = execution_order(entries)
-        matched = np.array([g is not None for g in entries.golden] or [False])[order] if len(order) else order > 0
-        self.ordered = order[matched]
-        kinds = np.array(entries.kinds or [""], dtype=object)[self.ordered] if len(self.ordered) else np.zeros(0)
+        self.ordered = order[np.array([g is not None for g in entries.golden], dtype=bool)[order]]
+        kinds = np.array(entries.kinds, dtype=object)[self.ordered]
         judged = self.ordered[kinds == "api"]
         if not judged.size:
             judged = self.ordered[kinds == "module"]
@@ -150,9 +149,8 @@ class _Search:
         if entries.directions[entry] == "backward" and self._forward_diverged(entry):
             return INHERITED, None
         differing = entries.differing_rows(entry)
-        if not entries.params_ok[entry]:
-            return PARAMETER, _parameter_name(rows.name(differing.get("parameters", [0])[0])
-                                              if differing.get("parameters") else "")
+        if not entries.params_ok[entry]:  # (a parameter row differs)
+            return PARAMETER, _parameter_name(rows.name(differing["parameters"][0]))
         if entries.inputs_ok[entry]:
             return ORIGIN, None
         if entries.directions[entry] == "forward":
@@ -201,11 +199,8 @@ class _Search:
         numbers, same_nan = rows.target_values.numbers, np.isnan(rows.target_values.numbers)
         alike = ((numbers == numbers[row]) | (same_nan & same_nan[row])).all(axis=1)
         alike &= t.kind.equals(INPUT) & (rows.verdicts.result == CODE[PASS]) & (self.position[t.order] > position)
-        for candidate in np.flatnonzero(alike).tolist():
-            cells = self.cells.row(candidate)
-            if cells.target_stats[0] != cells.target_stats[1] and _value_key(cells) == key:
-                return True
-        return False
+        return any(cells.target_stats[0] != cells.target_stats[1] and _value_key(cells) == key
+                   for cells in self.cells.rows_at(np.flatnonzero(alike)))
 
     def _shaped_differently(self, entry: int) -> List[int]:
         """Output rows the two sides do not record alike (shape, dtype, or present on one side only)."""

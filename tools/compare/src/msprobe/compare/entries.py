@@ -71,6 +71,8 @@ class EntryTable:
     """The output row with the largest scaled error; -1 for none."""
     notes: Dict[int, List[str]]
     rows: "RankRows"
+    row_differs: np.ndarray
+    """bool per row: it has a partner and disagrees (a plain input argument counts in the notes instead)."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -91,12 +93,11 @@ class EntryTable:
         return range(int(self.first_row[i]), int(self.first_row[i] + self.row_count[i]))
 
     def differing_rows(self, i: int) -> Dict[str, List[int]]:
-        """Rows that disagree, by kind (a plain input argument is a note instead)."""
-        rows, out = self.rows, {}
+        """Rows that disagree (:attr:`row_differs`), by kind."""
+        out: Dict[str, List[int]] = {}
         for row in self.row_range(i):
-            code, kind = rows.verdicts.result[row], rows.target.kind[row]
-            if rows.partner[row] >= 0 and code != CODE[PASS] and (rows.target.tensor[row] or kind != INPUT):
-                out.setdefault(kind, []).append(row)
+            if self.row_differs[row]:
+                out.setdefault(self.rows.target.kind[row], []).append(row)
         return out
 
     def differing(self, i: int) -> Dict[str, List[str]]:
@@ -128,10 +129,10 @@ def entry_table(names: List[str], golden: List[Optional[str]], rows: "RankRows",
     worst_output = per_entry.reduce(np.minimum, np.where(outputs & (error == output_error[order]), position, beyond),
                                     beyond)
     worst_output[worst_output >= beyond] = -1
+    differs = paired & bad & (rows.target.tensor | ~is_input)
     out = EntryTable(list(names), list(golden), list(kinds), list(directions), first, row_count, input_error,
-                     output_error, per_entry.none(paired & is_input & bad & rows.target.tensor),
-                     per_entry.none(outputs & bad), per_entry.none(paired & is_param & bad),
-                     result, worst_output, {}, rows)
+                     output_error, per_entry.none(differs & is_input), per_entry.none(differs & is_output),
+                     per_entry.none(differs & is_param), result, worst_output, {}, rows, differs)
     _add_notes(out, rows, paired, is_input & bad, messages)
     return out
 
@@ -155,8 +156,8 @@ class _PerEntry:
 
 
 def _add_notes(table: EntryTable, rows: "RankRows", paired: np.ndarray, bad_input: np.ndarray, messages) -> None:
-    order, matched = rows.target.order, np.array([g is not None for g in table.golden] or [False])
-    target_only = ~paired & matched[order] if len(order) else paired
+    order, matched = rows.target.order, np.array([g is not None for g in table.golden], dtype=bool)
+    target_only = ~paired & matched[order]
     for row in np.flatnonzero(target_only | (paired & bad_input & ~rows.target.tensor)).tolist():
         if paired[row]:
             said = messages(row)

@@ -22,7 +22,8 @@ from msprobe.schema.dump import STAT_KEYS
 from msprobe.schema.leaves import plain_value
 
 from .config import dtype_key
-from .leaf_arrays import Coded, LeafArrays
+from .cells import Coded
+from .leaf_arrays import LeafArrays
 from .metrics import number
 
 RESULTS = (PASS, WARNING, DIFFERENT, ERROR, NOT_APPLICABLE)

@@ -6,50 +6,20 @@ Only the leaves compare shows (those with a ``label``) are kept, in call order.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from msprobe.schema.dump import STAT_KEYS
 from msprobe.schema.index import RankTable
 
+from .cells import Coded
+
 _CODED_COLUMNS = ("label", "kind", "dtype")
 """Texts of few distinct values: kept as codes."""
 _OBJECT_COLUMNS = ("md5", "data_name", "value", "exact")
 ARRAY_COLUMNS = ("order", "tensor", "shape", "requires_grad") + STAT_KEYS + _CODED_COLUMNS + _OBJECT_COLUMNS
 """The index's columns these arrays are made of (an index holds more: ``entry``, ``path``...)."""
-
-
-class Coded:
-    """A text column of few distinct values as codes into them (-1: null)."""
-
-    __slots__ = ("codes", "values")
-
-    def __init__(self, codes: np.ndarray, values: List[Optional[str]]) -> None:
-        self.codes, self.values = codes, values
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def __getitem__(self, row: int) -> Optional[str]:
-        code = self.codes[row]
-        return None if code < 0 else self.values[code]
-
-    def take(self, rows: np.ndarray) -> "Coded":
-        return Coded(self.codes[rows], self.values)
-
-    def equals(self, text: str) -> np.ndarray:
-        """bool per row: the row holds ``text``."""
-        return self.codes == (self.values.index(text) if text in self.values else -2)
-
-    def mapped(self, convert: Callable[[Optional[str]], Any], dtype: Any = object) -> np.ndarray:
-        """``convert`` of each row's text (None for null), called once per distinct value."""
-        table = np.array([convert(value) for value in self.values] + [convert(None)], dtype=dtype)
-        return table[self.codes]  # (-1, null, takes the last)
-
-    def ids(self, shared: Dict[Any, int], convert: Callable[[Optional[str]], Any] = lambda value: value) -> np.ndarray:
-        """Codes in a numbering ``shared`` with other columns (by ``convert`` of the text), to compare across sides."""
-        return self.mapped(lambda value: shared.setdefault(convert(value), len(shared)), np.int64)
 
 
 def coded_list(values: Sequence[Any]) -> Coded:
@@ -142,8 +112,9 @@ def leaf_arrays(table: RankTable) -> LeafArrays:
         starts = np.concatenate(([0], np.cumsum(np.maximum(lengths, 0))[:-1])).astype(np.int64)
     dims = _padded(flat, starts, lengths)
     keep = np.flatnonzero(columns["label"].codes >= 0)  # (a leaf compare shows no row for has no label)
-    arrays = LeafArrays(table.entries, position=np.arange(len(lengths)), order=columns["order"], label=columns["label"], kind=columns["kind"],
-                        tensor=columns["tensor"].astype(bool), dtype=columns["dtype"], dims=dims, ndim=lengths,
+    arrays = LeafArrays(table.entries, position=np.arange(len(lengths)), order=columns["order"],
+                        label=columns["label"], kind=columns["kind"], tensor=columns["tensor"].astype(bool),
+                        dtype=columns["dtype"], dims=dims, ndim=lengths,
                         stats=values, present=present, requires_grad=columns["requires_grad"], md5=columns["md5"],
                         data_name=columns["data_name"], value=columns["value"], exact=columns["exact"])
     return arrays if len(keep) == len(arrays) else arrays.take(keep)

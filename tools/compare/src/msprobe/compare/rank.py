@@ -166,7 +166,7 @@ def _checksums_differ(t: LeafArrays, g: LeafArrays, tv: SideValues, gv: SideValu
             differ[k] = tv.records[t_row] != gv.records.get(g_row)
         else:
             differ[k] = tv.checksum(t, t_row) != gv.checksum(g, g_row)
-    return differ.astype(bool)
+    return differ
 
 
 def _family(framework: Optional[str]) -> str:

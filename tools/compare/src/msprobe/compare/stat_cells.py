@@ -49,7 +49,7 @@ def stat_cells(values: SideValues, rows: np.ndarray) -> List[np.ndarray]:
 
 def cell_text(cell: Any) -> Any:
     """A statistics cell as the text a CSV shows (a float as its ``repr``)."""
-    return repr(float(cell)) if isinstance(cell, float) else cell
+    return stat_text(float(cell)) if isinstance(cell, float) else cell
 
 
 def alike(t: SideValues, g: SideValues, t_rows: np.ndarray, g_rows: np.ndarray) -> np.ndarray:

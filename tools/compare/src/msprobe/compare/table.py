@@ -14,7 +14,7 @@ from msprobe.schema.compare_result import COLUMN_STAT_KEYS, NOT_APPLICABLE as NA
 from msprobe.schema.leaves import plain_value
 
 from .judge import PROBLEMS, RESULTS, SideValues, one_sided_message
-from .cells import Cells, JoinedCells, as_objects
+from .cells import Coded, JoinedCells, as_objects
 from .leaf_arrays import LeafArrays, shape_texts
 from .metrics import UNSUPPORTED
 from .stat_cells import alike, cell_text, objects, stat_cells, stat_diffs
@@ -51,7 +51,7 @@ class TableCells:
         return [as_objects(column) for column in self.coded_columns(header, rows)]
 
     def coded_columns(self, header: Sequence[str], rows: Optional[np.ndarray] = None) -> List[Any]:
-        """:meth:`columns`, a column of few texts as :class:`cells.Cells` (for a writer that takes codes)."""
+        """:meth:`columns`, a column of few texts as :class:`cells.Coded` (for a writer that takes codes)."""
         made = self.fields(np.arange(len(self.rows)) if rows is None else rows)
         return [made[name] if index is None else made[name][index] for name, index in column_fields(tuple(header))]
 
@@ -96,30 +96,23 @@ class TableCells:
         partner = judged.partner[rows]
         paired = np.flatnonzero(partner >= 0)
         p_target, p_golden = rows[paired], partner[paired]
-        out: Dict[str, Any] = {"target_name": JoinedCells(t.entries, t.order[rows], t.label.values,
-                                                          t.label.codes[rows])}
-        # a partner has the row's label: its name is the row's where its entry has the same name
-        if t.entries == g.entries:  # (entry names are unique: the same position, the same name)
-            renamed = t.order[p_target] != g.order[p_golden]
-        else:
-            renamed = np.array([t.entries[a] != g.entries[b] for a, b in zip(t.order[p_target].tolist(),
-                                                                              g.order[p_golden].tolist())], dtype=bool)
-        heads = np.full(count, -1, dtype=np.int64)
-        heads[paired] = np.where(renamed, len(t.entries) + g.order[p_golden], t.order[p_target])
-        out["golden_name"] = JoinedCells(t.entries + g.entries if renamed.any() else t.entries, heads,
-                                         t.label.values, t.label.codes[rows])
+        labels = t.label.codes[rows]  # (a partner has its row's label)
+        golden_entry = np.full(count, -1, dtype=np.int64)
+        golden_entry[paired] = g.order[p_golden]
+        out: Dict[str, Any] = {"target_name": JoinedCells(t.entries, t.order[rows], t.label.values, labels),
+                               "golden_name": JoinedCells(g.entries, golden_entry, t.label.values, labels)}
         t_cells = _describe(t, judged.target_values, rows)
-        golden_cells = [Cells.filled(count, NA) for _ in range(3)]
+        golden_cells = [Coded.filled(count, NA) for _ in range(3)]
         for column, values in zip(golden_cells, _describe(g, judged.golden_values, p_golden)):
             column.place(paired, values)
         out.update(zip(("target_dtype", "target_shape", "target_requires_grad"), t_cells))
         out.update(zip(("golden_dtype", "golden_shape", "golden_requires_grad"), golden_cells))
-        out.update(stat_diffs=tuple(Cells.filled(count, NA) for _ in range(_STATS)),
-                   stat_relative=tuple(Cells.filled(count, NA) for _ in range(_STATS)),
+        out.update(stat_diffs=tuple(Coded.filled(count, NA) for _ in range(_STATS)),
+                   stat_relative=tuple(Coded.filled(count, NA) for _ in range(_STATS)),
                    tensor_metrics=tuple(objects(count) for _ in range(6)),
                    target_stats=tuple(objects(count) for _ in range(_STATS)),
                    golden_stats=tuple(objects(count) for _ in range(_STATS)),
-                   target_md5=Cells.filled(count, NA), golden_md5=Cells.filled(count, NA))
+                   target_md5=Coded.filled(count, NA), golden_md5=Coded.filled(count, NA))
         if mode == "md5":
             shown = np.flatnonzero((partner < 0) | t.tensor[rows])  # a plain value paired has no checksum cell
             out["target_md5"].put_each(shown, _checksums(t, judged.target_values, rows[shown]))
@@ -129,8 +122,8 @@ class TableCells:
             self._statistics(out, rows, paired, p_golden)
         consistent = np.zeros(count, dtype=np.int64)
         consistent[paired] = 1 + (t.requires_grad[p_target] == g.requires_grad[p_golden])
-        out["requires_grad_consistent"] = Cells(consistent, [NA, "False", "True"])
-        out["result"] = Cells(judged.verdicts.result[rows].astype(np.int64), RESULTS)
+        out["requires_grad_consistent"] = Coded(consistent, [NA, "False", "True"])
+        out["result"] = Coded(judged.verdicts.result[rows].astype(np.int64), RESULTS)
         out["err_message"] = self._err_messages(rows, partner)
         out["stack"] = self._stacks(rows)
         out["data_name"] = objects(count)
@@ -178,9 +171,9 @@ class TableCells:
                 column.put(paired, "0")
                 column.put_each(paired[apart], texts)
 
-    def _err_messages(self, rows: np.ndarray, partner: np.ndarray) -> Cells:
+    def _err_messages(self, rows: np.ndarray, partner: np.ndarray) -> Coded:
         judged = self.rows
-        out = Cells.filled(len(rows), "[]")
+        out = Coded.filled(len(rows), "[]")
         out.put(partner < 0, json.dumps([NO_BENCH]))
         said = (partner >= 0) & ((judged.verdicts.problems[rows] != 0) | judged.verdicts.one_sided[rows].any(axis=1))
         if self.mode == "tensor":
@@ -193,8 +186,8 @@ class TableCells:
             out.put(at, json.dumps(messages) if messages else "[]")
         return out
 
-    def _stacks(self, rows: np.ndarray) -> Cells:
-        out = Cells.filled(len(rows), NA)
+    def _stacks(self, rows: np.ndarray) -> Coded:
+        out = Coded.filled(len(rows), NA)
         if not self.stacks:
             return out
         order = self.rows.target.order
@@ -213,12 +206,13 @@ class TableCells:
         return [one_sided_message(keys, [bool(present[i]) for i, gone in enumerate(missing) if gone])]
 
 
-def _describe(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[Cells]:
+def _describe(arrays: LeafArrays, values: SideValues, rows: np.ndarray) -> List[Coded]:
     """(dtype, shape, requires_grad) cells: a plain value shows its Python type, ``[]`` (N/A for None)."""
     codes = arrays.dtype.codes[rows]
-    dtype = Cells(np.where(codes < 0, len(arrays.dtype.values), codes), [str(v) for v in arrays.dtype.values] + ["None"])
-    shape = Cells(*shape_texts(arrays.dims[rows], arrays.ndim[rows]))
-    requires_grad = Cells(arrays.requires_grad[rows].astype(np.int64) + 1, [NA, "False", "True"])
+    dtype = Coded(np.where(codes < 0, len(arrays.dtype.values), codes),
+                  [str(v) for v in arrays.dtype.values] + ["None"])
+    shape = Coded(*shape_texts(arrays.dims[rows], arrays.ndim[rows]))
+    requires_grad = Coded(arrays.requires_grad[rows].astype(np.int64) + 1, [NA, "False", "True"])
     for at in np.flatnonzero(~arrays.tensor[rows]).tolist():
         record = values.records[int(rows[at])]
         dtype.put(at, plain_value(record)[0])
